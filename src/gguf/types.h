@@ -1,0 +1,61 @@
+// ggml tensor type ids as stored in GGUF, with their block geometry.
+// This layer only knows sizes (to validate files); decoding lives in tensor/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace augur::gguf {
+
+enum class TensorType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+};
+
+struct TypeTraits {
+  std::string_view name;
+  uint32_t block_elems;  // elements per block
+  uint32_t block_bytes;  // bytes per block
+};
+
+// Traits of a known type id; nullopt for ids this build does not know at all.
+std::optional<TypeTraits> type_traits(uint32_t type_id);
+std::string_view type_name(TensorType type);
+const TypeTraits& traits(TensorType type);
+
+// Bytes of one row of `n_elems` elements; n_elems must be a multiple of the block size.
+size_t row_bytes(TensorType type, int64_t n_elems);
+
+}  // namespace augur::gguf
