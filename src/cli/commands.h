@@ -1,0 +1,12 @@
+// The CLI's subcommands. Each registers its options on `app` and sets `exit_code` when run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace augur::cli {
+
+void add_run_command(CLI::App& app, int& exit_code);
+void add_logits_command(CLI::App& app, int& exit_code);
+void add_tokenize_command(CLI::App& app, int& exit_code);
+
+}  // namespace augur::cli

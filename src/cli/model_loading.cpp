@@ -1,0 +1,51 @@
+#include "cli/model_loading.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace augur::cli {
+
+void RuntimeOptions::add_options(CLI::App& app) {
+  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (default: the model's, at most 4096)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--ubatch", ubatch, "max tokens per forward pass during prefill")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+}
+
+int RuntimeOptions::resolved_threads() const {
+  if (threads > 0) return threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int64_t RuntimeOptions::resolved_ctx(const model::Model& model) const {
+  if (n_ctx > 0) return n_ctx;
+  return std::min<int64_t>(model.hparams().n_ctx_train, 4096);
+}
+
+std::unique_ptr<model::Model> load_model_with_progress(const std::string& path) {
+  constexpr uintmax_t kShowProgressFrom = uintmax_t{256} << 20;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const bool show = !ec && size >= kShowProgressFrom;
+  std::function<void(double)> progress;
+  if (show) {
+    progress = [&](double fraction) {
+      std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(), static_cast<int>(fraction * 100));
+      if (fraction >= 1.0) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
+  return model::load_model(path, progress);
+}
+
+}  // namespace augur::cli

@@ -1,0 +1,121 @@
+// `augur run`: generate text from a prompt, streaming it to stdout, stats to stderr;
+// or, with --json, exactly one JSON object on stdout.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/model_loading.h"
+#include "cli/prompt_input.h"
+#include "common/error.h"
+#include "engine/generator.h"
+#include "tokenizer/tokenizer.h"
+
+namespace augur::cli {
+namespace {
+
+struct RunOptions {
+  RuntimeOptions runtime;
+  PromptInput prompt;
+  int n_predict = 128;
+  sampling::SamplerConfig sampler;
+  std::optional<uint64_t> seed;
+  bool ignore_eos = false;
+  bool json = false;
+};
+
+nlohmann::json stats_json(const engine::GenerateStats& s) {
+  return {{"n_prompt", s.n_prompt},         {"n_gen", s.n_gen},
+          {"prefill_s", s.prefill_s},       {"decode_s", s.decode_s},
+          {"prefill_tok_s", s.prefill_tok_s()}, {"decode_tok_s", s.decode_tok_s()}};
+}
+
+int run(const RunOptions& opt) {
+  auto model = load_model_with_progress(opt.runtime.model_path);
+  const auto tok = tokenizer::Tokenizer::from_gguf(model->file());
+  const int64_t n_vocab = model->hparams().n_vocab;
+  if (!opt.prompt.given()) throw InvalidArgument("no prompt: give -p TEXT, -f FILE or --prompt-ids");
+  const auto prompt = prompt_tokens(opt.prompt, *tok, n_vocab);
+
+  sampling::SamplerConfig config = opt.sampler;
+  config.seed = opt.seed ? *opt.seed : std::random_device{}();
+  const sampling::Sampler sampler(config, static_cast<int>(n_vocab));
+  sampling::SeededRng rng(config.seed);
+
+  kernels::ThreadPool pool(opt.runtime.resolved_threads());
+  engine::Generator generator(*model, pool, opt.runtime.resolved_ctx(*model), opt.runtime.ubatch);
+  engine::GenerateOptions gen;
+  gen.n_predict = opt.n_predict;
+  gen.ignore_eos = opt.ignore_eos;
+
+  install_interrupt_handler();
+  tokenizer::StreamDecoder stream(*tok);
+  auto on_token = [&](int32_t token) {
+    if (!opt.json) {
+      const std::string piece = stream.push(token);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return !interrupted();
+  };
+  const auto result = generator.generate(prompt, sampler, rng, gen,
+                                         [&](int32_t t) { return tok->is_eog(t); }, on_token);
+  const auto& s = result.stats;
+  if (opt.json) {
+    nlohmann::json out = {{"prompt_tokens", prompt},
+                          {"tokens", result.tokens},
+                          {"text", tok->decode(result.tokens)},
+                          {"stop", std::string(engine::stop_reason_name(result.stop))},
+                          {"seed", config.seed},
+                          {"stats", stats_json(s)}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    const std::string tail = stream.finish();
+    std::fwrite(tail.data(), 1, tail.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  std::fprintf(stderr,
+               "prefill: %lld tokens in %.3f s (%.1f tok/s) | decode: %lld tokens in %.3f s "
+               "(%.1f tok/s) | stop: %s | seed: %llu | threads: %d\n",
+               static_cast<long long>(s.n_prompt), s.prefill_s, s.prefill_tok_s(),
+               static_cast<long long>(s.n_gen), s.decode_s, s.decode_tok_s(),
+               std::string(engine::stop_reason_name(result.stop)).c_str(),
+               static_cast<unsigned long long>(config.seed), pool.size());
+  return result.stop == engine::StopReason::Cancelled ? 130 : 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "generate text from a prompt");
+  opt->runtime.add_options(*cmd);
+  opt->prompt.add_options(*cmd, /*with_ids=*/true);
+  cmd->add_option("-n,--n-predict", opt->n_predict,
+                  "tokens to generate (-1: until end of generation or a full context)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 24));
+  auto& sc = opt->sampler;
+  cmd->add_option("--temp", sc.temperature, "temperature; 0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", sc.top_k, "keep the k most likely tokens; 0 = off")->capture_default_str();
+  cmd->add_option("--top-p", sc.top_p, "nucleus sampling mass; 1 = off")->capture_default_str();
+  cmd->add_option("--min-p", sc.min_p, "drop tokens below min-p x the top probability; 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--repeat-penalty", sc.repeat_penalty, "penalty for recent tokens; 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", sc.repeat_last_n,
+                  "how many recent tokens the penalty sees (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "sampling seed (default: random, printed in the stats)");
+  cmd->add_flag("--ignore-eos", opt->ignore_eos, "do not stop at end of generation: generate exactly n tokens");
+  cmd->add_flag("--json", opt->json, "print one JSON object (prompt_tokens, tokens, text, stats) instead of text");
+  cmd->callback([opt, &exit_code] { exit_code = run(*opt); });
+}
+
+}  // namespace augur::cli

@@ -1,0 +1,252 @@
+#include "model/blocks/decoder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "kernels/matmul.h"
+#include "model/blocks/attention.h"
+#include "model/blocks/ops.h"
+
+namespace augur::model::blocks {
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& ne) {
+  return fmt::format("[{}]", fmt::join(ne, ", "));
+}
+
+void expect_shape(const gguf::File& file, const gguf::TensorInfo& t,
+                  const std::vector<int64_t>& expected) {
+  if (t.ne != expected) {
+    throw FormatError(fmt::format("{}: tensor '{}': shape {}, expected {}", file.path(), t.name,
+                                  shape_string(t.ne), shape_string(expected)));
+  }
+}
+
+tensor::Matrix load_matrix(const gguf::File& file, const std::string& name, int64_t cols,
+                           int64_t rows) {
+  const auto& t = file.tensor(name);
+  expect_shape(file, t, {cols, rows});
+  return tensor::Matrix::from(t);
+}
+
+std::vector<float> load_vector(const gguf::File& file, const std::string& name, int64_t n) {
+  const auto& t = file.tensor(name);
+  expect_shape(file, t, {n});
+  std::vector<float> v(static_cast<size_t>(n));
+  tensor::dequantize_row(tensor::Matrix::from(t).type, t.data, v.data(), n);
+  return v;
+}
+
+std::string layer_tensor(int layer, const char* name) {
+  return fmt::format("blk.{}.{}", layer, name);
+}
+
+struct DecoderWorkspace final : Workspace {
+  DecoderWorkspace(const HParams& hp, int64_t max_rows_, int64_t n_ctx_)
+      : max_rows(max_rows_),
+        n_ctx(n_ctx_),
+        x(max_rows * hp.n_embd),
+        xn(max_rows * hp.n_embd),
+        q(max_rows * hp.q_dim()),
+        k(max_rows * hp.kv_dim()),
+        v(max_rows * hp.kv_dim()),
+        attn(max_rows * hp.q_dim()),
+        gate(max_rows * hp.n_ff),
+        up(max_rows * hp.n_ff),
+        rope(max_rows * hp.n_rot),
+        out_hidden(max_rows * hp.n_embd) {}
+  int64_t max_rows, n_ctx;
+  std::vector<float> x, xn;      // [max_rows, n_embd] residual stream, normed input
+  std::vector<float> q, k, v;    // [max_rows, q_dim], [max_rows, kv_dim] x2
+  std::vector<float> attn;       // [max_rows, q_dim]
+  std::vector<float> gate, up;   // [max_rows, n_ff]
+  std::vector<float> rope;       // [max_rows, n_rot/2, 2]
+  std::vector<float> out_hidden; // [max_rows, n_embd] normed rows whose logits are wanted
+};
+
+}  // namespace
+
+HParams read_decoder_hparams(const gguf::File& file, const std::string& arch) {
+  HParams hp;
+  hp.arch = arch;
+  auto key = [&](const char* suffix) { return fmt::format("{}.{}", arch, suffix); };
+  auto positive = [&](const std::string& k, int64_t value) {
+    if (value <= 0 || value > (int64_t{1} << 31)) {
+      throw FormatError(fmt::format("{}: metadata '{}' = {} must be positive", file.path(), k, value));
+    }
+    return value;
+  };
+  hp.n_embd = positive(key("embedding_length"), file.get_int(key("embedding_length")));
+  hp.n_layer = positive(key("block_count"), file.get_int(key("block_count")));
+  hp.n_ff = positive(key("feed_forward_length"), file.get_int(key("feed_forward_length")));
+  hp.n_head = positive(key("attention.head_count"), file.get_int(key("attention.head_count")));
+  hp.n_head_kv = positive(key("attention.head_count_kv"),
+                          file.get_int_opt(key("attention.head_count_kv")).value_or(hp.n_head));
+  hp.n_ctx_train = positive(key("context_length"), file.get_int(key("context_length")));
+  if (hp.n_head % hp.n_head_kv != 0) {
+    throw FormatError(fmt::format("{}: head_count {} is not a multiple of head_count_kv {}",
+                                  file.path(), hp.n_head, hp.n_head_kv));
+  }
+  const auto key_length = file.get_int_opt(key("attention.key_length"));
+  const auto value_length = file.get_int_opt(key("attention.value_length"));
+  if (!key_length && hp.n_embd % hp.n_head != 0) {
+    throw FormatError(fmt::format("{}: embedding_length {} is not a multiple of head_count {}",
+                                  file.path(), hp.n_embd, hp.n_head));
+  }
+  hp.head_dim = positive(key("attention.key_length"), key_length.value_or(hp.n_embd / hp.n_head));
+  if (value_length && *value_length != hp.head_dim) {
+    throw Unsupported(fmt::format("{}: attention.value_length {} differs from key_length {}",
+                                  file.path(), *value_length, hp.head_dim));
+  }
+  hp.n_rot = file.get_int_opt(key("rope.dimension_count")).value_or(hp.head_dim);
+  if (hp.n_rot <= 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
+    throw FormatError(fmt::format("{}: rope.dimension_count {} must be even and within head_dim {}",
+                                  file.path(), hp.n_rot, hp.head_dim));
+  }
+  hp.rms_eps = static_cast<float>(file.get_float(key("attention.layer_norm_rms_epsilon")));
+  hp.rope_base = static_cast<float>(file.get_float_opt(key("rope.freq_base")).value_or(10000.0));
+  if (auto scaling = file.get_string_opt(key("rope.scaling.type")); scaling && *scaling != "none") {
+    throw Unsupported(fmt::format("{}: rope scaling '{}' is not supported", file.path(), *scaling));
+  }
+  const auto& embd = file.tensor("token_embd.weight");
+  expect_shape(file, embd, {hp.n_embd, embd.ne.size() == 2 ? embd.ne[1] : 0});
+  hp.n_vocab = embd.ne[1];
+  if (auto vocab = file.get_int_opt(key("vocab_size")); vocab && *vocab != hp.n_vocab) {
+    throw FormatError(fmt::format("{}: {} = {} but token_embd.weight has {} rows", file.path(),
+                                  key("vocab_size"), *vocab, hp.n_vocab));
+  }
+  return hp;
+}
+
+Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options)
+    : file_(std::move(file)), hp_(std::move(hparams)), options_(options) {
+  const gguf::File& f = *file_;
+  const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
+  token_embd_ = load_matrix(f, "token_embd.weight", n_embd, hp_.n_vocab);
+  if (f.find_tensor("output.weight") || !options_.tied_output) {
+    output_ = load_matrix(f, "output.weight", n_embd, hp_.n_vocab);
+  } else {
+    output_ = token_embd_;
+  }
+  output_norm_ = load_vector(f, "output_norm.weight", n_embd);
+  layers_.resize(static_cast<size_t>(hp_.n_layer));
+  for (int layer = 0; layer < hp_.n_layer; ++layer) {
+    auto& l = layers_[static_cast<size_t>(layer)];
+    auto name = [&](const char* n) { return layer_tensor(layer, n); };
+    l.attn_norm = load_vector(f, name("attn_norm.weight"), n_embd);
+    l.wq = load_matrix(f, name("attn_q.weight"), n_embd, q_dim);
+    l.wk = load_matrix(f, name("attn_k.weight"), n_embd, kv_dim);
+    l.wv = load_matrix(f, name("attn_v.weight"), n_embd, kv_dim);
+    l.wo = load_matrix(f, name("attn_output.weight"), q_dim, n_embd);
+    if (options_.qkv_bias) {
+      l.bq = load_vector(f, name("attn_q.bias"), q_dim);
+      l.bk = load_vector(f, name("attn_k.bias"), kv_dim);
+      l.bv = load_vector(f, name("attn_v.bias"), kv_dim);
+    }
+    if (options_.qk_norm) {
+      l.q_norm = load_vector(f, name("attn_q_norm.weight"), hp_.head_dim);
+      l.k_norm = load_vector(f, name("attn_k_norm.weight"), hp_.head_dim);
+    }
+    l.ffn_norm = load_vector(f, name("ffn_norm.weight"), n_embd);
+    l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
+    l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
+    l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+  }
+}
+
+std::unique_ptr<Workspace> Decoder::make_workspace(int64_t max_rows, int64_t n_ctx) const {
+  return std::make_unique<DecoderWorkspace>(hp_, max_rows, n_ctx);
+}
+
+void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace& workspace,
+                             kernels::ThreadPool& pool) const {
+  auto& ws = static_cast<DecoderWorkspace&>(workspace);
+  const int64_t M = static_cast<int64_t>(req.tokens.size());
+  AUGUR_CHECK(M > 0 && M <= ws.max_rows, "ubatch larger than the workspace");
+  AUGUR_CHECK(req.positions.size() == req.tokens.size(), "one position per token");
+  const int64_t n_past = memory.n_rows();
+  if (n_past + M > memory.capacity()) {
+    throw InvalidArgument(fmt::format("context full: {} rows held + {} new > context size {}",
+                                      n_past, M, memory.capacity()));
+  }
+  const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
+  const int64_t head_dim = hp_.head_dim;
+  const int n_layers = req.n_layers < 0 ? static_cast<int>(hp_.n_layer)
+                                        : std::min(req.n_layers, static_cast<int>(hp_.n_layer));
+
+  for (int64_t row = 0; row < M; ++row) {
+    const int32_t token = req.tokens[static_cast<size_t>(row)];
+    if (token < 0 || token >= hp_.n_vocab) {
+      throw InvalidArgument(fmt::format("token id {} out of range [0, {})", token, hp_.n_vocab));
+    }
+    tensor::dequantize_row(token_embd_.type, token_embd_.row(token), &ws.x[row * n_embd], n_embd);
+    rope_angles(req.positions[static_cast<size_t>(row)], hp_.n_rot, hp_.rope_base,
+                &ws.rope[row * hp_.n_rot]);
+  }
+
+  for (int layer = 0; layer < n_layers; ++layer) {
+    const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
+    for (int64_t row = 0; row < M; ++row) {
+      rms_norm(&ws.x[row * n_embd], l.attn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
+    }
+    kernels::matmul(l.wq, ws.xn.data(), M, ws.q.data(), pool);
+    kernels::matmul(l.wk, ws.xn.data(), M, ws.k.data(), pool);
+    kernels::matmul(l.wv, ws.xn.data(), M, ws.v.data(), pool);
+    for (int64_t row = 0; row < M; ++row) {
+      float* q = &ws.q[row * q_dim];
+      float* k = &ws.k[row * kv_dim];
+      float* v = &ws.v[row * kv_dim];
+      if (options_.qkv_bias) {
+        for (int64_t i = 0; i < q_dim; ++i) q[i] += l.bq[i];
+        for (int64_t i = 0; i < kv_dim; ++i) k[i] += l.bk[i];
+        for (int64_t i = 0; i < kv_dim; ++i) v[i] += l.bv[i];
+      }
+      if (options_.qk_norm) {
+        for (int64_t head = 0; head < hp_.n_head; ++head) {
+          rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim, hp_.rms_eps);
+        }
+        for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
+          rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim, hp_.rms_eps);
+        }
+      }
+      const float* rope = &ws.rope[row * hp_.n_rot];
+      apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
+      apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
+      for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
+        std::memcpy(memory.keys(layer, static_cast<int>(head)) + (n_past + row) * head_dim,
+                    k + head * head_dim, sizeof(float) * head_dim);
+        std::memcpy(memory.values(layer, static_cast<int>(head)) + (n_past + row) * head_dim,
+                    v + head * head_dim, sizeof(float) * head_dim);
+      }
+    }
+    attention(ws.q.data(), memory, layer, n_past, M, hp_, ws.attn.data(), pool);
+    kernels::matmul(l.wo, ws.attn.data(), M, ws.xn.data(), pool);
+    for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
+
+    for (int64_t row = 0; row < M; ++row) {
+      rms_norm(&ws.x[row * n_embd], l.ffn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
+    }
+    kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
+    kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
+    silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+    kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
+    for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
+  }
+  // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.
+  memory.advance(M);
+
+  if (req.out_rows.empty()) return;
+  const int64_t n_out = static_cast<int64_t>(req.out_rows.size());
+  for (int64_t i = 0; i < n_out; ++i) {
+    const int32_t row = req.out_rows[static_cast<size_t>(i)];
+    AUGUR_CHECK(row >= 0 && row < M, "out_rows index within the ubatch");
+    rms_norm(&ws.x[row * n_embd], output_norm_.data(), &ws.out_hidden[i * n_embd], n_embd,
+             hp_.rms_eps);
+  }
+  kernels::matmul(output_, ws.out_hidden.data(), n_out, req.logits, pool);
+}
+
+}  // namespace augur::model::blocks

@@ -1,0 +1,56 @@
+// The pre-norm decoder-only transformer shared by llama, qwen2 and qwen3:
+//   h = x + Wo·Attn(RoPE(Wq·n(x) + bq), RoPE(Wk·n(x) + bk), Wv·n(x) + bv)
+//   x' = h + Wdown(silu(Wgate·n(h)) * Wup·n(h));  logits = Wout·n(x_L)
+// Architecture files read their metadata into HParams + DecoderOptions and hand over here;
+// the weights are typed views into the GGUF mapping the model owns.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "tensor/matrix.h"
+
+namespace augur::model::blocks {
+
+struct DecoderOptions {
+  bool qkv_bias = false;     // attn_{q,k,v}.bias (qwen2)
+  bool qk_norm = false;      // per-head RMSNorm of q and k before RoPE (qwen3)
+  bool tied_output = false;  // allow a missing output.weight: use token_embd (qwen2)
+};
+
+struct DecoderLayer {
+  std::vector<float> attn_norm;            // [n_embd]
+  tensor::Matrix wq, wk, wv, wo;           // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
+  std::vector<float> bq, bk, bv;           // empty unless qkv_bias
+  std::vector<float> q_norm, k_norm;       // [head_dim], empty unless qk_norm
+  std::vector<float> ffn_norm;             // [n_embd]
+  tensor::Matrix w_gate, w_up, w_down;     // [n_ff, n_embd] x2, [n_embd, n_ff]
+};
+
+class Decoder final : public Model {
+ public:
+  Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options);
+
+  const HParams& hparams() const override { return hp_; }
+  const gguf::File& file() const override { return *file_; }
+  std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const override;
+  void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
+                      kernels::ThreadPool& pool) const override;
+
+ private:
+  std::unique_ptr<gguf::File> file_;
+  HParams hp_;
+  DecoderOptions options_;
+  tensor::Matrix token_embd_;
+  tensor::Matrix output_;
+  std::vector<float> output_norm_;
+  std::vector<DecoderLayer> layers_;
+};
+
+// Reads the hyper-parameters every decoder shares from `<arch>.*` keys, validated.
+HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
+
+}  // namespace augur::model::blocks

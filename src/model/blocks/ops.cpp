@@ -1,0 +1,64 @@
+#include "model/blocks/ops.h"
+
+#include <cmath>
+
+namespace augur::model::blocks {
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
+}
+
+void rope_angles(int32_t position, int64_t n_rot, float base, float* cos_sin) {
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(position);
+  for (int64_t pair = 0; pair < n_rot / 2; ++pair) {
+    cos_sin[2 * pair] = std::cos(theta);
+    cos_sin[2 * pair + 1] = std::sin(theta);
+    theta *= theta_scale;
+  }
+}
+
+void apply_rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeType type,
+                const float* cos_sin) {
+  const int64_t half = n_rot / 2;
+  for (int64_t head = 0; head < n_heads; ++head) {
+    float* v = heads + head * head_dim;
+    for (int64_t pair = 0; pair < half; ++pair) {
+      const int64_t i0 = type == RopeType::Norm ? 2 * pair : pair;
+      const int64_t i1 = type == RopeType::Norm ? 2 * pair + 1 : pair + half;
+      const float c = cos_sin[2 * pair], s = cos_sin[2 * pair + 1];
+      const float a = v[i0], b = v[i1];
+      v[i0] = a * c - b * s;
+      v[i1] = a * s + b * c;
+    }
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  // Eight independent partial sums let the compiler vectorise without reassociation flags.
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int lane = 0; lane < 8; ++lane) acc[lane] += a[i + lane] * b[i + lane];
+  }
+  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace augur::model::blocks

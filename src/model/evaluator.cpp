@@ -1,0 +1,54 @@
+#include "model/evaluator.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace augur::model {
+
+Evaluator::Evaluator(const Model& model, kernels::ThreadPool& pool, int64_t ubatch, int64_t n_ctx)
+    : model_(model), pool_(pool), ubatch_(ubatch) {
+  if (ubatch < 1) throw InvalidArgument(fmt::format("ubatch {} must be at least 1", ubatch));
+  workspace_ = model.make_workspace(ubatch, n_ctx);
+  ub_rows_.reserve(static_cast<size_t>(ubatch));
+}
+
+void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                        std::span<const int32_t> out_rows, Memory& memory, float* logits,
+                        int n_layers) {
+  AUGUR_CHECK(tokens.size() == positions.size(), "one position per token");
+  const int64_t M = static_cast<int64_t>(tokens.size());
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  size_t next_out = 0;
+  for (int64_t start = 0; start < M; start += ubatch_) {
+    const int64_t len = std::min(ubatch_, M - start);
+    ub_rows_.clear();
+    const size_t first_out = next_out;
+    while (next_out < out_rows.size() && out_rows[next_out] < start + len) {
+      AUGUR_CHECK(out_rows[next_out] >= start, "out_rows ascending and within the batch");
+      ub_rows_.push_back(static_cast<int32_t>(out_rows[next_out] - start));
+      ++next_out;
+    }
+    UbatchRequest req;
+    req.tokens = tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(len));
+    req.positions = positions.subspan(static_cast<size_t>(start), static_cast<size_t>(len));
+    req.out_rows = ub_rows_;
+    req.logits = logits + static_cast<int64_t>(first_out) * n_vocab;
+    req.n_layers = n_layers;
+    model_.forward_ubatch(req, memory, *workspace_, pool_);
+  }
+  AUGUR_CHECK(next_out == out_rows.size(), "every out_row within the batch");
+}
+
+void Evaluator::forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,
+                             int n_layers) {
+  const int64_t n_past = memory.n_rows();
+  positions_.resize(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) positions_[i] = static_cast<int32_t>(n_past + i);
+  const int32_t last = static_cast<int32_t>(tokens.size()) - 1;
+  forward(tokens, positions_, std::span<const int32_t>(&last, 1), memory, logits, n_layers);
+}
+
+}  // namespace augur::model

@@ -1,0 +1,43 @@
+// Runs one Model over any number of tokens by splitting them into ubatches, so no activation
+// or score buffer scales with the whole prompt. Holds the session's scratch; one thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/model.h"
+
+namespace augur::model {
+
+class Evaluator {
+ public:
+  // ubatch: max rows per forward_ubatch; n_ctx: the longest memory this session will use.
+  Evaluator(const Model& model, kernels::ThreadPool& pool, int64_t ubatch, int64_t n_ctx);
+
+  // Evaluates tokens[M] at positions[M] on top of `memory` (appending M rows) and writes the
+  // logits of the rows listed in `out_rows` (ascending indexes into tokens) to
+  // logits [out_rows.size(), n_vocab]. n_layers < 0 runs every layer.
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+               std::span<const int32_t> out_rows, Memory& memory, float* logits,
+               int n_layers = -1);
+
+  // Convenience: positions memory.n_rows().., logits of the last row only (decode / prefill).
+  void forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,
+                    int n_layers = -1);
+
+  const Model& model() const { return model_; }
+  kernels::ThreadPool& pool() { return pool_; }
+  int64_t ubatch() const { return ubatch_; }
+
+ private:
+  const Model& model_;
+  kernels::ThreadPool& pool_;
+  int64_t ubatch_;
+  std::unique_ptr<Workspace> workspace_;
+  std::vector<int32_t> positions_;  // scratch for forward_last
+  std::vector<int32_t> ub_rows_;    // out_rows of one ubatch, rebased
+};
+
+}  // namespace augur::model

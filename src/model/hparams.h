@@ -1,0 +1,33 @@
+// Hyper-parameters shared by the decoder-only architectures, read from GGUF metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace augur::model {
+
+enum class RopeType {
+  Norm,  // rotate adjacent pairs (x[2i], x[2i+1]) — llama
+  Neox,  // rotate (x[i], x[i + n_rot/2]) — qwen2, qwen3
+};
+
+struct HParams {
+  std::string arch;
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;  // may differ from n_embd / n_head (qwen3)
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_rot = 0;  // rotated dims per head
+  float rms_eps = 1e-5f;
+  float rope_base = 10000.0f;
+  RopeType rope_type = RopeType::Norm;
+
+  int64_t q_dim() const { return n_head * head_dim; }
+  int64_t kv_dim() const { return n_head_kv * head_dim; }
+};
+
+}  // namespace augur::model

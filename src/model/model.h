@@ -1,0 +1,62 @@
+// The forward-pass interface every architecture implements, and loading by architecture name.
+// A Model is immutable weights (views into the GGUF mapping it owns) plus hyper-parameters;
+// per-session state lives in a Workspace (scratch) and a Memory (the cache), so one loaded
+// model can serve several sessions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "gguf/file.h"
+#include "kernels/thread_pool.h"
+#include "model/hparams.h"
+#include "model/memory.h"
+
+namespace augur::model {
+
+// Scratch buffers of one session, sized once for a maximum ubatch and context.
+class Workspace {
+ public:
+  virtual ~Workspace() = default;
+};
+
+// One forward call over a ubatch.
+struct UbatchRequest {
+  std::span<const int32_t> tokens;     // [M]
+  std::span<const int32_t> positions;  // [M] RoPE positions
+  std::span<const int32_t> out_rows;   // ascending indexes into tokens whose logits are wanted
+  float* logits = nullptr;             // [out_rows.size(), n_vocab]
+  int n_layers = -1;                   // run only the first n layers (layer-skip drafting); -1 = all
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const HParams& hparams() const = 0;
+  virtual const gguf::File& file() const = 0;
+  virtual std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const = 0;
+  // Evaluates one ubatch on top of `memory`: row i attends to every memory row plus batch rows
+  // 0..i (causal), and its K/V are appended to `memory`. M must not exceed the workspace's max_rows.
+  virtual void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
+                              kernels::ThreadPool& pool) const = 0;
+};
+
+using ArchLoader = std::unique_ptr<Model> (*)(std::unique_ptr<gguf::File> file);
+
+// Registers an architecture under its `general.architecture` name; used by AUGUR_REGISTER_ARCH.
+bool register_arch(std::string_view name, ArchLoader loader);
+
+// Loads the model for the file's `general.architecture`; Unsupported names an unknown one and
+// lists the registered ones. `progress(fraction)` is called while the weights are paged in.
+[[nodiscard]] std::unique_ptr<Model> load_model(const std::filesystem::path& path,
+                                                const std::function<void(double)>& progress = {});
+[[nodiscard]] std::unique_ptr<Model> load_model(std::unique_ptr<gguf::File> file);
+
+}  // namespace augur::model
+
+#define AUGUR_REGISTER_ARCH(name, loader) \
+  [[maybe_unused]] static const bool augur_arch_registered_ = ::augur::model::register_arch(name, loader)

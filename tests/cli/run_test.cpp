@@ -1,0 +1,149 @@
+// `augur run`, `augur logits` and `augur tokenize` end to end through the real binary.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/reference.h"
+#include "support/run_command.h"
+#include "test_paths.h"
+
+namespace augur {
+namespace {
+
+using testing::quote;
+using testing::run_command;
+
+std::string augur() { return quote(testing::augur_bin()); }
+std::filesystem::path fixture(const std::string& name) { return testing::fixtures_dir() / name; }
+
+std::string ids_arg(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+TEST(CliHelp, ListsEverySubcommandAndItsOptions) {
+  const auto top = run_command(augur() + " --help");
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* sub : {"run", "logits", "tokenize"}) EXPECT_NE(top.out.find(sub), std::string::npos) << sub;
+  const auto run = run_command(augur() + " run --help");
+  EXPECT_EQ(run.exit_code, 0);
+  for (const char* opt : {"--model", "--prompt", "--file", "--prompt-ids", "--n-predict", "--temp", "--top-k",
+                          "--top-p", "--min-p", "--repeat-penalty", "--seed", "--threads", "--ctx-size",
+                          "--ubatch", "--ignore-eos", "--json"}) {
+    EXPECT_NE(run.out.find(opt), std::string::npos) << opt;
+  }
+  EXPECT_EQ(run_command(augur() + " logits --help").exit_code, 0);
+  EXPECT_EQ(run_command(augur() + " tokenize --help").exit_code, 0);
+}
+
+TEST(CliRun, GreedyJsonReproducesFixtureTokens) {
+  const auto ref = testing::read_json(fixture("tiny-llama.ref.json"));
+  const auto prompt = ref["prompts"][2].get<std::vector<int32_t>>();
+  const auto expected = ref["greedy"][2]["tokens"].get<std::vector<int32_t>>();
+  const auto r = run_command(augur() + " run -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
+                             ids_arg(prompt) + " -n 48 --temp 0 --ignore-eos --json -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"].get<std::vector<int32_t>>(), prompt);  // no BOS added to ids
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), expected);
+  ASSERT_TRUE(j["text"].is_string());
+  for (const char* key : {"n_prompt", "n_gen", "prefill_s", "decode_s", "prefill_tok_s", "decode_tok_s"}) {
+    EXPECT_TRUE(j["stats"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["stats"]["n_gen"].get<int>(), 48);
+  EXPECT_EQ(j["stats"]["n_prompt"].get<size_t>(), prompt.size());
+  // Exactly one JSON object on stdout, nothing else.
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1);
+}
+
+TEST(CliRun, TextPromptFollowsAddBosAndStreamsText) {
+  const auto model = testing::models_dir() / "zoo-draft-f16.gguf";
+  const auto r = run_command(augur() + " run -m " + quote(model) +
+                             " -p 'def main(args):' -n 8 --temp 0 --ignore-eos --json -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"][0].get<int>(), 1);  // zoo models set add_bos_token = true
+  EXPECT_EQ(j["tokens"].size(), 8u);
+  const auto text = run_command(augur() + " run -m " + quote(model) +
+                                " -p 'def main(args):' -n 8 --temp 0 --ignore-eos -t 2");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out, j["text"].get<std::string>() + "\n");
+  EXPECT_NE(text.err.find("decode:"), std::string::npos);
+  EXPECT_NE(text.err.find("tok/s"), std::string::npos);
+}
+
+TEST(CliRun, SameSeedSameSampledTokens) {
+  const auto model = quote(fixture("tiny-qwen2.gguf"));
+  const std::string cmd = augur() + " run -m " + model +
+                          " --prompt-ids 5,6,7 -n 24 --temp 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 7 --json";
+  const auto a = run_command(cmd), b = run_command(cmd);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
+}
+
+TEST(CliRun, BadOptionsFailWithClearErrors) {
+  const auto model = quote(fixture("tiny-llama.gguf"));
+  auto r = run_command(augur() + " run -m " + model + " --prompt-ids 1,99999");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("99999"), std::string::npos) << r.err;
+  r = run_command(augur() + " run -m " + model + " --prompt-ids 1,2 --top-p 1.5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+  r = run_command(augur() + " run -m " + model + " --prompt-ids 1,2 -n 100 -c 50");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+  r = run_command(augur() + " run -m /nonexistent.gguf -p hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent.gguf"), std::string::npos) << r.err;
+  r = run_command(augur() + " run -m " + model);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
+}
+
+TEST(CliLogits, WritesEveryPromptRowLikeTheReference) {
+  const auto ref = testing::read_json(fixture("tiny-llama.ref.json"));
+  const auto prompt = ref["prompts"][3].get<std::vector<int32_t>>();
+  const auto out = testing::temp_path("logits.f32");
+  const auto r = run_command(augur() + " logits -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
+                             ids_arg(prompt) + " --ubatch 16 --out " + quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto got = testing::read_f32(out);
+  std::filesystem::remove(out);
+  const auto want = testing::read_f32(fixture("tiny-llama.logits.f32"));
+  const size_t n_vocab = ref["n_vocab"].get<size_t>();
+  ASSERT_EQ(got.size(), prompt.size() * n_vocab);
+  const size_t offset = ref["logits_file"]["row_offsets"][3].get<size_t>() * n_vocab;
+  EXPECT_LE(testing::max_abs_diff(got.data(), want.data() + offset, got.size()),
+            ref["recommended_tolerance"]["logits_atol"].get<float>());
+}
+
+TEST(CliTokenize, WorksOnVocabOnlyFiles) {
+  const auto vocab = fixture("tokenizers/ggml-vocab-llama-spm.gguf");
+  const auto with_bos = run_command(augur() + " tokenize -m " + quote(vocab) + " -p 'Hello world'");
+  ASSERT_EQ(with_bos.exit_code, 0) << with_bos.err;
+  const auto no_bos = run_command(augur() + " tokenize -m " + quote(vocab) + " -p 'Hello world' --no-bos");
+  ASSERT_EQ(no_bos.exit_code, 0) << no_bos.err;
+  EXPECT_EQ(with_bos.out, "1 " + no_bos.out);  // llama-spm: add_bos_token, BOS = 1
+  // The expected ids come from the llama.cpp test vectors for the same text.
+  const std::string inp = testing::slurp(vocab.string() + ".inp");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> tests;
+  for (size_t pos = 0, next; (next = inp.find(sep, pos)) != std::string::npos; pos = next + sep.size()) {
+    tests.push_back(inp.substr(pos, next - pos));
+  }
+  const auto it = std::find(tests.begin(), tests.end(), "Hello world");
+  ASSERT_NE(it, tests.end());
+  std::istringstream lines(testing::slurp(vocab.string() + ".out"));
+  std::string line;
+  for (auto i = it - tests.begin(); i >= 0; --i) std::getline(lines, line);
+  EXPECT_EQ(no_bos.out, line.substr(1) + "\n");
+  const auto special = run_command(augur() + " tokenize -m " + quote(vocab) + " -p '<s>x' --no-bos --special");
+  EXPECT_EQ(special.out.substr(0, 2), "1 ");
+}
+
+}  // namespace
+}  // namespace augur

@@ -1,0 +1,171 @@
+// Every fixture in shared/fixtures against llama.cpp's reference logits (FIXTURES.md §8):
+// prompt rows, teacher-forced decode rows, free-running greedy, and batch-schedule invariance.
+// augur computes in F32 on exactly decoded weights, so non-F32 fixtures are held tightly to
+// their `.upcast.` references and loosely (logits_atol_f32_engine) to the main ones.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/model_session.h"
+#include "support/reference.h"
+#include "test_paths.h"
+
+namespace augur {
+namespace {
+
+using testing::ModelSession;
+
+struct Fixture {
+  std::string name;
+  nlohmann::json ref;
+  bool upcast = false;      // compare against the .upcast. references
+  float atol = 0;           // tolerance against the chosen reference
+  std::vector<float> logits, greedy_logits;  // chosen reference [rows, n_vocab]
+  nlohmann::json greedy;    // chosen reference greedy tokens + margins per prompt
+  int64_t n_vocab = 0;
+
+  explicit Fixture(const std::string& fixture_name) : name(fixture_name) {
+    const auto dir = testing::fixtures_dir();
+    ref = testing::read_json(dir / (name + ".ref.json"));
+    n_vocab = ref["n_vocab"].get<int64_t>();
+    upcast = ref.contains("f32_upcast_comparison");
+    if (upcast) {
+      const auto& up = ref["f32_upcast_comparison"]["upcast_reference"];
+      logits = testing::read_f32(dir / up["logits_file"].get<std::string>());
+      greedy_logits = testing::read_f32(dir / up["greedy_logits_file"].get<std::string>());
+      greedy = up["greedy"];
+      atol = ref["recommended_tolerance"]["upcast_logits_atol"].get<float>();
+    } else {
+      logits = testing::read_f32(dir / ref["logits_file"]["name"].get<std::string>());
+      greedy_logits = testing::read_f32(dir / ref["greedy_logits_file"]["name"].get<std::string>());
+      greedy = ref["greedy"];
+      atol = ref["recommended_tolerance"]["logits_atol"].get<float>();
+    }
+  }
+  std::filesystem::path gguf() const { return testing::fixtures_dir() / ref["gguf"].get<std::string>(); }
+  size_t n_prompts() const { return ref["prompts"].size(); }
+  std::vector<int32_t> prompt(size_t p) const { return ref["prompts"][p].get<std::vector<int32_t>>(); }
+  const float* prompt_row(size_t p, size_t i) const {
+    return logits.data() + (ref["logits_file"]["row_offsets"][p].get<size_t>() + i) * n_vocab;
+  }
+  size_t n_greedy() const { return greedy[0]["tokens"].size(); }
+  const float* greedy_row(size_t p, size_t k) const {
+    return greedy_logits.data() + (p * n_greedy() + k) * n_vocab;
+  }
+};
+
+class FixtureTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FixtureTest, PromptLogitsMatchReferenceInOneBatch) {
+  Fixture fx(GetParam());
+  for (size_t p = 0; p < fx.n_prompts(); ++p) {
+    ModelSession s(fx.gguf());
+    const auto prompt = fx.prompt(p);
+    const auto logits = s.all_logits(prompt);
+    float worst = 0;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      worst = std::max(worst, testing::max_abs_diff(&logits[i * fx.n_vocab], fx.prompt_row(p, i), fx.n_vocab));
+    }
+    EXPECT_LE(worst, fx.atol) << fx.name << " prompt " << p << " (upcast ref: " << fx.upcast << ")";
+    RecordProperty("prompt" + std::to_string(p) + "_max_abs", std::to_string(worst));
+  }
+}
+
+TEST_P(FixtureTest, TeacherForcedDecodeRowsMatchReference) {
+  Fixture fx(GetParam());
+  for (size_t p = 0; p < fx.n_prompts(); ++p) {
+    ModelSession s(fx.gguf());
+    const auto tokens = fx.greedy[p]["tokens"].get<std::vector<int32_t>>();
+    auto logits = s.last_logits(fx.prompt(p));
+    float worst = testing::max_abs_diff(logits.data(), fx.greedy_row(p, 0), fx.n_vocab);
+    for (size_t k = 1; k < fx.n_greedy(); ++k) {
+      logits = s.last_logits({tokens[k - 1]});
+      worst = std::max(worst, testing::max_abs_diff(logits.data(), fx.greedy_row(p, k), fx.n_vocab));
+    }
+    EXPECT_LE(worst, fx.atol) << fx.name << " prompt " << p;
+  }
+}
+
+TEST_P(FixtureTest, FreeRunningGreedyMatchesUpToFirstNearTie) {
+  Fixture fx(GetParam());
+  for (size_t p = 0; p < fx.n_prompts(); ++p) {
+    ModelSession s(fx.gguf());
+    const auto expected = fx.greedy[p]["tokens"].get<std::vector<int32_t>>();
+    const auto margins = fx.greedy[p]["margins"].get<std::vector<float>>();
+    const auto got = s.greedy(fx.prompt(p), static_cast<int>(expected.size()));
+    size_t must_match = expected.size();
+    for (size_t k = 0; k < margins.size(); ++k) {
+      if (margins[k] < 2 * fx.atol) {
+        must_match = k + 1;
+        break;
+      }
+    }
+    size_t matched = 0;
+    while (matched < expected.size() && got[matched] == expected[matched]) ++matched;
+    EXPECT_GE(matched, must_match) << fx.name << " prompt " << p << ": diverged at step " << matched;
+  }
+}
+
+// Non-F32 fixtures: the main (llama.cpp-numerics) reference within logits_atol_f32_engine, and
+// the same argmax wherever the reference's own margin exceeds that bound.
+TEST_P(FixtureTest, MainReferenceWithinF32EngineBound) {
+  Fixture fx(GetParam());
+  if (!fx.upcast) return;  // all-F32 fixtures are covered exactly by the tests above
+  const float bound = fx.ref["recommended_tolerance"]["logits_atol_f32_engine"].get<float>();
+  const auto main = testing::read_f32(testing::fixtures_dir() / fx.ref["logits_file"]["name"].get<std::string>());
+  for (size_t p = 0; p < fx.n_prompts(); ++p) {
+    ModelSession s(fx.gguf());
+    const auto prompt = fx.prompt(p);
+    const auto logits = s.all_logits(prompt);
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      const float* want = main.data() + (fx.ref["logits_file"]["row_offsets"][p].get<size_t>() + i) * fx.n_vocab;
+      const float* got = &logits[i * fx.n_vocab];
+      EXPECT_LE(testing::max_abs_diff(got, want, fx.n_vocab), bound) << fx.name << " p" << p << " row " << i;
+      std::vector<float> sorted(want, want + fx.n_vocab);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      if (sorted[0] - sorted[1] > bound) {
+        EXPECT_EQ(ModelSession::argmax(got, fx.n_vocab), ModelSession::argmax(want, fx.n_vocab))
+            << fx.name << " p" << p << " row " << i;
+      }
+    }
+  }
+}
+
+// One batch, ubatches of 16, and token by token: identical greedy tokens, logits within atol.
+TEST_P(FixtureTest, BatchScheduleDoesNotChangeResults) {
+  Fixture fx(GetParam());
+  const size_t p = fx.n_prompts() - 1;  // the longest prompt (100 tokens) crosses ubatch boundaries
+  const auto prompt = fx.prompt(p);
+  ModelSession whole(fx.gguf(), 512);
+  const auto base_logits = whole.all_logits(prompt);
+  const auto base_greedy = whole.greedy(prompt, 48);
+  for (int64_t ubatch : {16, 1}) {
+    ModelSession s(fx.gguf(), ubatch);
+    const auto logits = s.all_logits(prompt);
+    ASSERT_EQ(logits.size(), base_logits.size());
+    EXPECT_LE(testing::max_abs_diff(logits.data(), base_logits.data(), logits.size()), fx.atol)
+        << fx.name << " ubatch " << ubatch;
+    EXPECT_EQ(s.greedy(prompt, 48), base_greedy) << fx.name << " ubatch " << ubatch;
+  }
+  // Token by token through separate forward calls, committing after each.
+  ModelSession single(fx.gguf(), 512);
+  std::vector<float> logits;
+  for (int32_t token : prompt) {
+    const auto row = single.all_logits({token});
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+  EXPECT_LE(testing::max_abs_diff(logits.data(), base_logits.data(), logits.size()), fx.atol);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFixtures, FixtureTest,
+                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-llama-Q8_0",
+                                           "tiny-llama-Q4_0", "tiny-llama-BF16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace augur
