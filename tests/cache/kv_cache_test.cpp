@@ -1,0 +1,91 @@
+#include "cache/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "support/model_session.h"
+#include "test_paths.h"
+
+namespace augur::cache {
+namespace {
+
+using testing::ModelSession;
+
+std::filesystem::path tiny() { return testing::fixtures_dir() / "tiny-qwen3.gguf"; }
+
+// Every stored K/V row of `a` and `b` for rows [0, n) within atol.
+void expect_same_rows(const KvCache& a, const KvCache& b, int64_t n, float atol) {
+  for (int layer = 0; layer < a.n_layers(); ++layer) {
+    for (int head = 0; head < a.n_heads(); ++head) {
+      for (int64_t row = 0; row < n; ++row) {
+        const auto ka = a.key_row(layer, head, row), kb = b.key_row(layer, head, row);
+        const auto va = a.value_row(layer, head, row), vb = b.value_row(layer, head, row);
+        for (size_t i = 0; i < ka.size(); ++i) {
+          ASSERT_NEAR(ka[i], kb[i], atol) << "layer " << layer << " head " << head << " row " << row;
+          ASSERT_NEAR(va[i], vb[i], atol) << "layer " << layer << " head " << head << " row " << row;
+        }
+      }
+    }
+  }
+}
+
+TEST(KvCache, CommitKeepsOnlyTheFirstPendingRows) {
+  ModelSession s(tiny());
+  (void)s.last_logits({10, 11, 12});
+  EXPECT_EQ(s.cache.size(), 3);
+  std::vector<float> logits(512);
+  s.eval.forward_last(std::vector<int32_t>{20, 21, 22, 23}, s.cache.memory(), logits.data());
+  EXPECT_EQ(s.cache.pending(), 4);
+  s.cache.commit(1);
+  EXPECT_EQ(s.cache.size(), 4);
+  EXPECT_EQ(s.cache.pending(), 0);
+  EXPECT_THROW((void)s.cache.key_row(0, 0, 4), InvalidArgument);
+}
+
+TEST(KvCache, RejectsImpossibleCommitsAndTruncates) {
+  ModelSession s(tiny());
+  (void)s.last_logits({10, 11});
+  EXPECT_THROW(s.cache.commit(1), InvalidArgument);  // nothing pending
+  EXPECT_THROW(s.cache.truncate(3), InvalidArgument);
+  s.cache.truncate(1);
+  EXPECT_EQ(s.cache.size(), 1);
+}
+
+// After a verify-shaped block [c, d1..d4] of which only c, d1 are kept, the cache holds what a
+// fresh autoregressive run over the committed tokens holds, and continuing gives the same logits.
+TEST(KvCache, RolledBackCacheEqualsFreshRunOverCommittedTokens) {
+  const std::vector<int32_t> prompt = {5, 77, 300, 41, 9, 128, 64};
+  ModelSession spec(tiny());
+  (void)spec.last_logits(prompt);
+  std::vector<float> block_logits(5 * 512);
+  const std::vector<int32_t> block = {100, 101, 102, 103, 104};
+  std::vector<int32_t> positions(5), rows = {0, 1, 2, 3, 4};
+  for (int i = 0; i < 5; ++i) positions[i] = static_cast<int32_t>(prompt.size()) + i;
+  spec.eval.forward(block, positions, rows, spec.cache.memory(), block_logits.data());
+  spec.cache.commit(2);
+
+  ModelSession fresh(tiny());
+  std::vector<int32_t> committed = prompt;
+  committed.insert(committed.end(), {100, 101});
+  for (int32_t t : committed) (void)fresh.last_logits({t});
+  ASSERT_EQ(spec.cache.size(), fresh.cache.size());
+  expect_same_rows(spec.cache, fresh.cache, fresh.cache.size(), 1e-4f);
+
+  const auto next_spec = spec.last_logits({7});
+  const auto next_fresh = fresh.last_logits({7});
+  for (size_t i = 0; i < next_spec.size(); ++i) ASSERT_NEAR(next_spec[i], next_fresh[i], 1e-3f);
+}
+
+// Same batch shapes give bit-identical rows.
+TEST(KvCache, SameScheduleGivesBitIdenticalRows) {
+  const std::vector<int32_t> prompt = {5, 77, 300, 41, 9, 128, 64};
+  ModelSession a(tiny()), b(tiny());
+  (void)a.last_logits(prompt);
+  (void)a.last_logits({100, 101, 102});
+  (void)b.last_logits(prompt);
+  (void)b.last_logits({100, 101, 102});
+  expect_same_rows(a.cache, b.cache, a.cache.size(), 0.0f);
+}
+
+}  // namespace
+}  // namespace augur::cache

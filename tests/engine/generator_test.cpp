@@ -1,0 +1,120 @@
+#include "engine/generator.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "support/reference.h"
+#include "test_paths.h"
+
+namespace augur::engine {
+namespace {
+
+struct TinyLlama {
+  TinyLlama() : model(model::load_model(testing::fixtures_dir() / "tiny-llama.gguf")), pool(2) {
+    ref = testing::read_json(testing::fixtures_dir() / "tiny-llama.ref.json");
+  }
+  std::vector<int32_t> prompt(size_t p) const { return ref["prompts"][p].get<std::vector<int32_t>>(); }
+  std::vector<int32_t> greedy(size_t p) const { return ref["greedy"][p]["tokens"].get<std::vector<int32_t>>(); }
+  std::unique_ptr<model::Model> model;
+  kernels::ThreadPool pool;
+  nlohmann::json ref;
+};
+
+sampling::Sampler greedy_sampler(const model::Model& m) {
+  sampling::SamplerConfig c;
+  c.temperature = 0;
+  return sampling::Sampler(c, static_cast<int>(m.hparams().n_vocab));
+}
+
+const EogPredicate kNoEog = [](int32_t) { return false; };
+
+TEST(Generator, GreedyReproducesReferenceTokens) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 256, 512);
+  sampling::SeededRng rng(1);
+  GenerateOptions opt;
+  opt.n_predict = 48;
+  const auto r = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
+  EXPECT_EQ(r.tokens, t.greedy(2));
+  EXPECT_EQ(r.stop, StopReason::Length);
+  EXPECT_EQ(r.stats.n_prompt, 33);
+  EXPECT_EQ(r.stats.n_gen, 48);
+  EXPECT_GT(r.stats.prefill_s, 0);
+  EXPECT_GT(r.stats.decode_s, 0);
+  // A second call starts from an empty cache and gives the same tokens.
+  EXPECT_EQ(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog).tokens, r.tokens);
+}
+
+TEST(Generator, StopsAtEndOfGenerationUnlessIgnored) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 256, 512);
+  sampling::SeededRng rng(1);
+  const auto expected = t.greedy(1);
+  // The first greedy token that has not appeared before plays the end-of-generation token.
+  size_t stop_at = 1;
+  while (std::find(expected.begin(), expected.begin() + stop_at, expected[stop_at]) != expected.begin() + stop_at) ++stop_at;
+  const int32_t eog = expected[stop_at];
+  GenerateOptions opt;
+  opt.n_predict = 48;
+  auto r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt, [&](int32_t x) { return x == eog; });
+  EXPECT_EQ(r.stop, StopReason::EndOfGeneration);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + stop_at));
+  opt.ignore_eos = true;
+  r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt, [&](int32_t x) { return x == eog; });
+  EXPECT_EQ(r.tokens, expected);
+}
+
+TEST(Generator, CallbackCanCancel) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 256, 512);
+  sampling::SeededRng rng(1);
+  GenerateOptions opt;
+  opt.n_predict = 48;
+  int seen = 0;
+  const auto r = gen.generate(t.prompt(3), greedy_sampler(*t.model), rng, opt, kNoEog,
+                              [&](int32_t) { return ++seen < 3; });
+  EXPECT_EQ(r.stop, StopReason::Cancelled);
+  EXPECT_EQ(r.tokens.size(), 3u);
+}
+
+TEST(Generator, UnlimitedRunStopsWhenContextIsFull) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 33 + 10, 512);
+  sampling::SeededRng rng(1);
+  GenerateOptions opt;
+  opt.n_predict = -1;
+  const auto r = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
+  EXPECT_EQ(r.stop, StopReason::ContextFull);
+  EXPECT_EQ(r.tokens.size(), 11u);  // the last token is generated but never fed back
+}
+
+TEST(Generator, RejectsEmptyOrOversizedPrompts) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 40, 512);
+  sampling::SeededRng rng(1);
+  GenerateOptions opt;
+  EXPECT_THROW(gen.generate({}, greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
+  EXPECT_THROW(gen.generate(t.prompt(3), greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
+  opt.n_predict = 20;  // 33 + 20 - 1 > 40
+  EXPECT_THROW(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
+}
+
+TEST(Generator, SampledRunsAreReproducibleBySeed) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 256, 512);
+  sampling::SamplerConfig c;
+  c.temperature = 1.5f;
+  c.top_k = 0;
+  c.top_p = 1.0f;
+  c.min_p = 0;
+  const sampling::Sampler sampler(c, 512);
+  GenerateOptions opt;
+  opt.n_predict = 32;
+  sampling::SeededRng a(42), b(42), other(43);
+  const auto ra = gen.generate(t.prompt(2), sampler, a, opt, kNoEog);
+  EXPECT_EQ(gen.generate(t.prompt(2), sampler, b, opt, kNoEog).tokens, ra.tokens);
+  EXPECT_NE(gen.generate(t.prompt(2), sampler, other, opt, kNoEog).tokens, ra.tokens);
+}
+
+}  // namespace
+}  // namespace augur::engine
