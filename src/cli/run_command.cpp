@@ -55,9 +55,14 @@ int run(const RunOptions& opt) {
 
   install_interrupt_handler();
   tokenizer::StreamDecoder stream(*tok);
+  // The text is the generated pieces as streamed (decode() would drop an SPM leading space that
+  // is really part of the continuation).
+  std::string text;
   auto on_token = [&](int32_t token) {
-    if (!opt.json) {
-      const std::string piece = stream.push(token);
+    const std::string piece = stream.push(token);
+    if (opt.json) {
+      text += piece;
+    } else {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
@@ -66,16 +71,16 @@ int run(const RunOptions& opt) {
   const auto result = generator.generate(prompt, sampler, rng, gen,
                                          [&](int32_t t) { return tok->is_eog(t); }, on_token);
   const auto& s = result.stats;
+  const std::string tail = stream.finish();
   if (opt.json) {
     nlohmann::json out = {{"prompt_tokens", prompt},
                           {"tokens", result.tokens},
-                          {"text", tok->decode(result.tokens)},
+                          {"text", text + tail},
                           {"stop", std::string(engine::stop_reason_name(result.stop))},
                           {"seed", config.seed},
                           {"stats", stats_json(s)}};
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    const std::string tail = stream.finish();
     std::fwrite(tail.data(), 1, tail.size(), stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
