@@ -1,0 +1,35 @@
+// Which instruction-set path the kernels run: chosen once from what the CPU reports, overridable
+// with the environment variable AUGUR_ISA=scalar|avx2 (for comparisons and bug hunts) and, in
+// tests, with set_isa_for_testing. Kernels for one ISA live in files named *_<isa>.cpp, the only
+// files compiled with that ISA's flags.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace augur::kernels {
+
+enum class Isa { kScalar, kAvx2 };
+
+std::string_view isa_name(Isa isa);
+// Whether this CPU can run `isa` (AVX2 needs AVX2, FMA, F16C and BMI2).
+bool cpu_supports(Isa isa);
+// The ISAs this CPU can run, best last.
+std::vector<Isa> supported_isas();
+
+// The ISA for an AUGUR_ISA value: null or empty picks the best this CPU supports. Throws
+// InvalidArgument naming the value and what this CPU allows when it is unknown or unavailable.
+Isa select_isa(const char* requested);
+
+// The ISA the kernels use: set_isa_for_testing's choice, else select_isa(getenv("AUGUR_ISA"))
+// resolved on first use (an invalid value throws on every call until fixed).
+Isa current_isa();
+// Name of the kernel path in use ("scalar" or "avx2").
+std::string_view active_isa();
+
+// Forces a path (throws InvalidArgument when the CPU cannot run it). Not for concurrent use with
+// running kernels; tests only.
+void set_isa_for_testing(Isa isa);
+
+}  // namespace augur::kernels

@@ -1,0 +1,295 @@
+// AVX2 + FMA + F16C matmul path. Each weight row is decoded 32 elements at a time into four
+// registers (F16 via vcvtph2ps, quantized blocks with their scale applied exactly as ggml's
+// reference dequantizer does), then multiplied into a tile of up to 8 activation rows with FMA,
+// several accumulators per row to hide FMA latency.
+// Compiled with -mavx2 -mfma -mf16c -mbmi2 and only called when the CPU has them, so this file
+// uses no inline function or template shared with other files (those could be kept by the linker
+// for everyone): helpers are file-local and std:: headers are avoided.
+#include <immintrin.h>
+
+#include "common/error.h"
+#include "kernels/matmul_kernels.h"
+#include "tensor/blocks.h"
+
+namespace augur::kernels::detail {
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+
+using gguf::TensorType;
+
+// Decoders must melt into the tile loop so their four results stay in registers.
+#define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  __builtin_memcpy(&v, p, 2);
+  return v;
+}
+
+inline float half_to_float(const uint8_t* p) {
+  return _cvtsh_ss(load_u16(p));
+}
+
+// Eight int8 (the low 8 bytes of `bytes`) to floats, exactly.
+AUGUR_ALWAYS_INLINE __m256 widen_i8(__m128i bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+}
+
+// Keeps a product rounded on its own so a following subtraction is not fused into an FMA: the
+// decoded weight must equal ggml's two-rounding (d*sc)*q - dmin*m.
+AUGUR_ALWAYS_INLINE __m256 rounded(__m256 v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+struct DecodeF32 {
+  static constexpr bool kHasTail = true;
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+    const auto* p = reinterpret_cast<const float*>(row) + 32 * s;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) w[k] = _mm256_loadu_ps(p + 8 * k);
+  }
+  AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
+  }
+  AUGUR_ALWAYS_INLINE static float decode1(const uint8_t* row, int64_t c) {
+    float v;
+    __builtin_memcpy(&v, row + 4 * c, 4);
+    return v;
+  }
+};
+
+struct DecodeF16 {
+  static constexpr bool kHasTail = true;
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
+  }
+  AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)));
+  }
+  AUGUR_ALWAYS_INLINE static float decode1(const uint8_t* row, int64_t c) {
+    return half_to_float(row + 2 * c);
+  }
+};
+
+struct DecodeBF16 {
+  static constexpr bool kHasTail = true;
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
+  }
+  AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  AUGUR_ALWAYS_INLINE static float decode1(const uint8_t* row, int64_t c) {
+    const uint32_t bits = static_cast<uint32_t>(load_u16(row + 2 * c)) << 16;
+    float v;
+    __builtin_memcpy(&v, &bits, 4);
+    return v;
+  }
+};
+
+// Blocked types have no tail: a row is a whole number of blocks.
+struct NoTail {
+  static constexpr bool kHasTail = false;
+  AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t*, int64_t) { return _mm256_setzero_ps(); }
+  AUGUR_ALWAYS_INLINE static float decode1(const uint8_t*, int64_t) { return 0.0f; }
+};
+
+struct DecodeQ8_0 : NoTail {
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+    const uint8_t* block = row + sizeof(tensor::BlockQ8_0) * s;
+    const __m256 d = _mm256_set1_ps(half_to_float(block));
+    const uint8_t* qs = block + 2;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k));
+      w[k] = _mm256_mul_ps(widen_i8(q), d);
+    }
+  }
+};
+
+struct DecodeQ4_0 : NoTail {
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+    const uint8_t* block = row + sizeof(tensor::BlockQ4_0) * s;
+    const __m256 d = _mm256_set1_ps(half_to_float(block));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m128i nibble = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(packed, nibble), eight);  // elements 0..15
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), eight);
+    w[0] = _mm256_mul_ps(widen_i8(lo), d);
+    w[1] = _mm256_mul_ps(widen_i8(_mm_srli_si128(lo, 8)), d);
+    w[2] = _mm256_mul_ps(widen_i8(hi), d);
+    w[3] = _mm256_mul_ps(widen_i8(_mm_srli_si128(hi, 8)), d);
+  }
+};
+
+// Step s is sub-block s % 8 of super-block s / 8 (layout in tensor/blocks.h).
+struct DecodeQ4_K : NoTail {
+  // d1 * nibble - m1 for the eight nibbles in the low bytes of `bytes`.
+  AUGUR_ALWAYS_INLINE static __m256 scale_nibbles(__m128i bytes, __m256 d1, __m256 m1) {
+    const __m256 nib = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    return _mm256_sub_ps(rounded(_mm256_mul_ps(d1, nib)), m1);
+  }
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+    const uint8_t* block = row + sizeof(tensor::BlockQ4_K) * (s / 8);
+    const int sub = static_cast<int>(s % 8);
+    const uint8_t* scales = block + 4;
+    uint8_t sc, m;
+    if (sub < 4) {
+      sc = scales[sub] & 63;
+      m = scales[sub + 4] & 63;
+    } else {
+      sc = static_cast<uint8_t>((scales[sub + 4] & 0xF) | ((scales[sub - 4] >> 6) << 4));
+      m = static_cast<uint8_t>((scales[sub + 4] >> 4) | ((scales[sub] >> 6) << 4));
+    }
+    const __m256 d1 = _mm256_set1_ps(half_to_float(block) * static_cast<float>(sc));
+    const __m256 m1 = _mm256_set1_ps(half_to_float(block + 2) * static_cast<float>(m));
+    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * (sub / 2)));
+    if (sub % 2) q = _mm256_srli_epi16(q, 4);
+    q = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    w[0] = scale_nibbles(lo, d1, m1);
+    w[1] = scale_nibbles(_mm_srli_si128(lo, 8), d1, m1);
+    w[2] = scale_nibbles(hi, d1, m1);
+    w[3] = scale_nibbles(_mm_srli_si128(hi, 8), d1, m1);
+  }
+};
+
+// Step s is part p = s % 8 of super-block s / 8: half p / 4, quarter k = p % 4 (tensor/blocks.h).
+struct DecodeQ6_K : NoTail {
+  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
+    const uint8_t* block = row + sizeof(tensor::BlockQ6_K) * (s / 8);
+    const int part = static_cast<int>(s % 8);
+    const int half = part / 4, k = part % 4;
+    const uint8_t* ql = block + 64 * half + 32 * (k & 1);
+    const uint8_t* qh = block + 128 + 32 * half;
+    const auto* sc = reinterpret_cast<const int8_t*>(block + 192) + 8 * half + 2 * k;
+    const float d = half_to_float(block + 208);
+    __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+    if (k >> 1) low = _mm256_srli_epi16(low, 4);
+    low = _mm256_and_si256(low, _mm256_set1_epi8(0x0F));
+    __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+    high = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)),
+                                      _mm256_set1_epi8(32));           // -32..31
+    const __m256 ds0 = _mm256_set1_ps(d * static_cast<float>(sc[0]));  // elements 0..15
+    const __m256 ds1 = _mm256_set1_ps(d * static_cast<float>(sc[1]));  // elements 16..31
+    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    w[0] = _mm256_mul_ps(widen_i8(lo), ds0);
+    w[1] = _mm256_mul_ps(widen_i8(_mm_srli_si128(lo, 8)), ds0);
+    w[2] = _mm256_mul_ps(widen_i8(hi), ds1);
+    w[3] = _mm256_mul_ps(widen_i8(_mm_srli_si128(hi, 8)), ds1);
+  }
+};
+
+// Accumulator chains per activation row: enough independent FMAs in flight (latency 4, two
+// ports) without running out of the 16 ymm registers.
+constexpr int accumulators_for(int tm) {
+  return tm <= 2 ? 4 : tm <= 4 ? 2 : 1;
+}
+
+// y[m * ldy] = dot(weight row, x[m * ldx ..]) for m < TM.
+template <class D, int TM>
+void tile_kernel(const uint8_t* wrow, int64_t cols, const float* x, int64_t ldx, float* y,
+                 int64_t ldy) {
+  constexpr int A = accumulators_for(TM);
+  __m256 acc[TM][A];
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; ++m) {
+#pragma GCC unroll 4
+    for (int a = 0; a < A; ++a) acc[m][a] = _mm256_setzero_ps();
+  }
+  const int64_t steps = cols / 32;
+  for (int64_t s = 0; s < steps; ++s) {
+    __m256 w[4];
+    D::decode(wrow, s, w);
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) {
+      const float* xm = x + m * ldx + 32 * s;
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        acc[m][k % A] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xm + 8 * k), acc[m][k % A]);
+      }
+    }
+  }
+  float tail[TM] = {};
+  if constexpr (D::kHasTail) {
+    int64_t c = steps * 32;
+    for (; c + 8 <= cols; c += 8) {
+      const __m256 wv = D::decode8(wrow, c);
+#pragma GCC unroll 8
+      for (int m = 0; m < TM; ++m) {
+        acc[m][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * ldx + c), acc[m][0]);
+      }
+    }
+    for (; c < cols; ++c) {
+      const float wc = D::decode1(wrow, c);
+      for (int m = 0; m < TM; ++m) tail[m] += wc * x[m * ldx + c];
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; ++m) {
+    __m256 sum = acc[m][0];
+#pragma GCC unroll 4
+    for (int a = 1; a < A; ++a) sum = _mm256_add_ps(sum, acc[m][a]);
+    y[m * ldy] = hsum(sum) + tail[m];
+  }
+}
+
+template <class D>
+void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  for_each_tile(a, row_begin, row_end, [&a](int tm, int64_t row, int64_t m0) {
+    const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
+    const float* x = a.x + m0 * a.cols;
+    float* y = a.y + m0 * a.rows + row;
+    switch (tm) {
+      case 1: tile_kernel<D, 1>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 2: tile_kernel<D, 2>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 3: tile_kernel<D, 3>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 4: tile_kernel<D, 4>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 5: tile_kernel<D, 5>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 6: tile_kernel<D, 6>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 7: tile_kernel<D, 7>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      default: tile_kernel<D, 8>(wrow, a.cols, x, a.cols, y, a.rows); break;
+    }
+  });
+}
+
+}  // namespace
+
+void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  switch (a.type) {
+    case TensorType::F32: return run<DecodeF32>(a, row_begin, row_end);
+    case TensorType::F16: return run<DecodeF16>(a, row_begin, row_end);
+    case TensorType::BF16: return run<DecodeBF16>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run<DecodeQ8_0>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run<DecodeQ4_0>(a, row_begin, row_end);
+    case TensorType::Q4_K: return run<DecodeQ4_K>(a, row_begin, row_end);
+    case TensorType::Q6_K: return run<DecodeQ6_K>(a, row_begin, row_end);
+    default: break;
+  }
+  AUGUR_CHECK(false, "matmul() admits only types with a decoder");
+}
+
+#undef AUGUR_ALWAYS_INLINE
+
+#else  // not x86: isa.cpp never selects this path
+
+void matmul_rows_avx2(const MatmulArgs&, int64_t, int64_t) {
+  AUGUR_CHECK(false, "the AVX2 path exists only on x86");
+}
+
+#endif
+
+}  // namespace augur::kernels::detail

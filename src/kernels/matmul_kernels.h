@@ -1,0 +1,53 @@
+// Internal to kernels/: the per-ISA row kernels behind matmul() and the tiling they share.
+// Included by ISA-specific files (*_avx2.cpp), so it holds plain data, declarations and templates
+// that those files instantiate with their own file-local types only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace augur::kernels::detail {
+
+struct MatmulArgs {
+  gguf::TensorType type;  // one with a decoder
+  const uint8_t* w;       // [rows, row_bytes]
+  size_t row_bytes;
+  int64_t rows, cols;
+  const float* x;  // [M, cols]
+  int64_t M;
+  float* y;  // [M, rows]
+};
+
+// Computes y[m, r] for r in [row_begin, row_end) and every m.
+void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+
+// Activation rows computed together against one weight row (one register tile).
+inline constexpr int kMaxTileRows = 8;
+// For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays
+// in L1 while every tile of activation rows passes over it, and each tile of activation rows stays
+// in L2 while it meets every row of the chunk.
+inline constexpr size_t kChunkBytes = 16 * 1024;
+
+// Calls tile(tm, row, m0) for every weight row in [row_begin, row_end) and every tile of tm <=
+// kMaxTileRows activation rows starting at m0, in a cache-friendly order.
+template <class Tile>
+void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, Tile&& tile) {
+  if (a.M <= kMaxTileRows) {
+    for (int64_t row = row_begin; row < row_end; ++row) tile(static_cast<int>(a.M), row, 0);
+    return;
+  }
+  const auto chunk_rows =
+      static_cast<int64_t>(a.row_bytes >= kChunkBytes ? 1 : kChunkBytes / a.row_bytes);
+  for (int64_t chunk = row_begin; chunk < row_end; chunk += chunk_rows) {
+    const int64_t chunk_end = row_end - chunk < chunk_rows ? row_end : chunk + chunk_rows;
+    for (int64_t m0 = 0; m0 < a.M; m0 += kMaxTileRows) {
+      const int tm = static_cast<int>(a.M - m0 < kMaxTileRows ? a.M - m0 : kMaxTileRows);
+      for (int64_t row = chunk; row < chunk_end; ++row) tile(tm, row, m0);
+    }
+  }
+}
+
+}  // namespace augur::kernels::detail

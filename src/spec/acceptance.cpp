@@ -1,0 +1,166 @@
+#include "spec/acceptance.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "sampling/sampler.h"
+
+namespace augur::spec {
+namespace {
+
+// Sum of a row in double. Four running sums in a fixed order, so the same row always gives the
+// same sum (two bitwise-equal rows normalise to bitwise-equal values) and the adds pipeline.
+double row_sum(std::span<const float> row) {
+  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+  bool negative_or_nan = false;
+  size_t index = 0;
+  for (; index + 4 <= row.size(); index += 4) {
+    for (size_t lane_index = 0; lane_index < 4; ++lane_index) {
+      const float value = row[index + lane_index];
+      negative_or_nan |= !(value >= 0.0f);
+      lane[lane_index] += value;
+    }
+  }
+  for (; index < row.size(); ++index) {
+    negative_or_nan |= !(row[index] >= 0.0f);
+    lane[0] += row[index];
+  }
+  const double total = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  AUGUR_CHECK(!negative_or_nan, "acceptance rows must be non-negative (NaN included)");
+  AUGUR_CHECK(total > 0.0 && std::isfinite(total), "acceptance rows need a positive, finite sum");
+  return total;
+}
+
+}  // namespace
+
+bool RngDecisions::accept(double prob) {
+  return rng_.uniform() < prob;
+}
+
+int32_t RngDecisions::draw(std::span<const double> weights) {
+  double total = 0.0;
+  for (const double weight : weights) {
+    AUGUR_CHECK(weight >= 0.0, "draw needs non-negative weights (NaN included)");
+    total += weight;
+  }
+  AUGUR_CHECK(total > 0.0 && std::isfinite(total), "draw needs a positive, finite total");
+  const double target = rng_.uniform() * total;
+  // The same additions in the same order as `total`, so the running sum ends exactly at it and
+  // a u < 1 always lands on a positive entry (see sampling::draw).
+  double cumulative = 0.0;
+  size_t last_positive = 0;
+  for (size_t index = 0; index < weights.size(); ++index) {
+    if (weights[index] <= 0.0) continue;
+    cumulative += weights[index];
+    last_positive = index;
+    if (cumulative > target) return static_cast<int32_t>(index);
+  }
+  return static_cast<int32_t>(last_positive);
+}
+
+Acceptor::Acceptor(int n_vocab) : Acceptor(n_vocab, AcceptanceDefect::None) {}
+
+Acceptor::Acceptor(int n_vocab, AcceptanceDefect defect) : n_vocab_(n_vocab), defect_(defect) {
+  if (n_vocab <= 0) {
+    throw InvalidArgument(fmt::format("acceptance: n_vocab = {}, expected > 0", n_vocab));
+  }
+  weights_.resize(static_cast<size_t>(n_vocab));
+}
+
+Acceptor Acceptor::with_planted_defect(int n_vocab, AcceptanceDefect defect) {
+  return Acceptor(n_vocab, defect);
+}
+
+void Acceptor::check_shapes(std::span<const int32_t> draft, std::span<const float> q,
+                            std::span<const float> p) const {
+  const size_t vocab = static_cast<size_t>(n_vocab_);
+  AUGUR_CHECK(p.size() == (draft.size() + 1) * vocab, "p must hold k + 1 rows of n_vocab");
+  AUGUR_CHECK(q.empty() || q.size() == draft.size() * vocab,
+              "q must be empty (one-hot) or hold k rows of n_vocab");
+  for (const int32_t token : draft) {
+    AUGUR_CHECK(token >= 0 && token < n_vocab_, "draft tokens must lie in [0, n_vocab)");
+  }
+}
+
+int Acceptor::rejected_count(int n_accepted, int k) const {
+  if (defect_ == AcceptanceDefect::AcceptedCountOffByOne) return std::min(n_accepted + 1, k);
+  return n_accepted;
+}
+
+AcceptanceResult Acceptor::greedy(std::span<const int32_t> draft, std::span<const float> p) const {
+  check_shapes(draft, {}, p);
+  const size_t vocab = static_cast<size_t>(n_vocab_);
+  const int k = static_cast<int>(draft.size());
+  for (int pos = 0; pos < k; ++pos) {
+    const int32_t best = sampling::argmax(p.subspan(pos * vocab, vocab));
+    if (draft[pos] != best) return {rejected_count(pos, k), best};
+  }
+  return {k, sampling::argmax(p.subspan(k * vocab, vocab))};
+}
+
+AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<const float> q,
+                                   std::span<const float> p, sampling::Rng& rng) {
+  RngDecisions decisions(rng);
+  return sampled(draft, q, p, decisions);
+}
+
+AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<const float> q,
+                                   std::span<const float> p, Decisions& decisions) {
+  check_shapes(draft, q, p);
+  const size_t vocab = static_cast<size_t>(n_vocab_);
+  const int k = static_cast<int>(draft.size());
+  const bool one_hot = q.empty();
+
+  for (int pos = 0; pos < k; ++pos) {
+    const int32_t token = draft[pos];
+    const std::span<const float> p_row = p.subspan(pos * vocab, vocab);  // [n_vocab]
+    const double p_scale = 1.0 / row_sum(p_row);
+    const double p_token = p_row[token] * p_scale;
+    std::span<const float> q_row;  // [n_vocab], empty when one-hot
+    double q_scale = 1.0;
+    double q_token = 1.0;
+    if (!one_hot) {
+      q_row = q.subspan(pos * vocab, vocab);
+      q_scale = 1.0 / row_sum(q_row);
+      q_token = q_row[token] * q_scale;
+    }
+    // min(1, p/q), with p = 0 -> 0 (never leave the target's support) and q = 0 < p -> 1.
+    const double prob = p_token == 0.0 ? 0.0 : p_token >= q_token ? 1.0 : p_token / q_token;
+    if (decisions.accept(prob)) continue;
+
+    // Rejected: draw from normalise(max(0, p - q)); Decisions::draw normalises.
+    const bool clamp = defect_ != AcceptanceDefect::ResidualWithoutClamp;
+    double residual_total = 0.0;
+    for (size_t t = 0; t < vocab; ++t) {
+      const double q_t =
+          one_hot ? (static_cast<int32_t>(t) == token ? 1.0 : 0.0) : q_row[t] * q_scale;
+      const double diff = p_row[t] * p_scale - q_t;
+      const double weight = clamp ? std::max(0.0, diff) : std::fabs(diff);
+      weights_[t] = weight;
+      residual_total += weight;
+    }
+    // All zero means p = q up to rounding: a branch of probability 0 (see the header), so the
+    // fallback cannot change the law; drawing from p keeps the token the target's.
+    if (!(residual_total > 0.0)) std::copy(p_row.begin(), p_row.end(), weights_.begin());
+    return {rejected_count(pos, k), decisions.draw(weights_)};
+  }
+
+  // k accepts: the bonus token from p_k.
+  std::span<const float> bonus_row = p.subspan(k * vocab, vocab);  // [n_vocab]
+  if (defect_ == AcceptanceDefect::BonusFromQ && k > 0) {
+    if (one_hot) {
+      std::fill(weights_.begin(), weights_.end(), 0.0);
+      weights_[draft[k - 1]] = 1.0;
+      return {k, decisions.draw(weights_)};
+    }
+    bonus_row = q.subspan((k - 1) * vocab, vocab);
+  }
+  row_sum(bonus_row);  // validates the row, as every row the lane reads
+  std::copy(bonus_row.begin(), bonus_row.end(), weights_.begin());
+  return {k, decisions.draw(weights_)};
+}
+
+}  // namespace augur::spec
