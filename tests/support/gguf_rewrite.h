@@ -1,0 +1,55 @@
+// Rewrites a real GGUF into a variant for error tests: metadata overridden or dropped, tensors
+// dropped, re-declared with another shape or type (their bytes truncated to fit).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/file.h"
+#include "gguf/writer.h"
+
+namespace augur::testing {
+
+struct GgufEdit {
+  std::map<std::string, std::string> string_overrides;  // metadata key -> new string value
+  std::vector<std::string> drop_tensors;
+  std::map<std::string, std::vector<int64_t>> reshape;    // tensor -> new ne (same byte count)
+  std::map<std::string, gguf::TensorType> retype;         // tensor -> new type (bytes truncated)
+};
+
+inline void rewrite_gguf(const std::filesystem::path& src, const std::filesystem::path& dst,
+                         const GgufEdit& edit) {
+  const auto in = gguf::File::open(src);
+  gguf::Writer out(dst);
+  for (const auto& [key, value] : in->metadata()) {
+    if (key == "general.alignment") continue;
+    if (auto it = edit.string_overrides.find(key); it != edit.string_overrides.end()) {
+      out.set_string(key, it->second);
+    } else {
+      out.set(key, value);
+    }
+  }
+  struct Kept {
+    const gguf::TensorInfo* info;
+    size_t n_bytes;
+  };
+  std::vector<Kept> kept;
+  for (const auto& t : in->tensors()) {
+    if (std::find(edit.drop_tensors.begin(), edit.drop_tensors.end(), t.name) != edit.drop_tensors.end()) continue;
+    auto ne = t.ne;
+    auto type = t.type;
+    if (auto it = edit.reshape.find(t.name); it != edit.reshape.end()) ne = it->second;
+    if (auto it = edit.retype.find(t.name); it != edit.retype.end()) type = it->second;
+    kept.push_back({&t, out.add_tensor(t.name, type, ne)});
+  }
+  out.write_header();
+  for (const auto& k : kept) {
+    out.write_tensor_data(k.info->name, std::span<const uint8_t>(k.info->data, k.n_bytes));
+  }
+  out.finish();
+}
+
+}  // namespace augur::testing
