@@ -2,6 +2,11 @@
 // type (nested arrays included), tensor infos, alignment and data bounds. Owns the mapping;
 // every string_view and tensor pointer handed out lives as long as the File.
 // Decoding tensor data is tensor/'s job.
+// Limits enforced on hostile input (each failure is a FormatError with file, byte and
+// expectation): arrays nest at most 8 deep and hold at most 2^24 elements in all; tensors have
+// 1..4 dims of 1..2^40 and at most 2^50 elements; general.alignment is an integer power of two up
+// to 2^20; tensor data lies inside the file, aligned, without overlaps. Counts are checked
+// against the bytes left before anything is allocated for them.
 #pragma once
 
 #include <cstdint>

@@ -73,8 +73,7 @@ void expect_truncations_fail(const std::filesystem::path& file, const std::strin
     }
     const size_t got = reported_byte(msg);
     const bool right_byte =
-        got == blamed ||
-        (count_fields.count(got) && msg.find("cannot fit") != std::string::npos);
+        got == blamed || (count_fields.count(got) && msg.find("cannot fit") != std::string::npos);
     const bool ok = right_byte && msg.find(file.string()) != std::string::npos &&
                     msg.find("expected") != std::string::npos;
     if (!ok) {
@@ -212,7 +211,8 @@ TEST_F(BadFile, RejectsVersions1And4) {
 }
 
 TEST_F(BadFile, RejectsAbsurdMetadataAndTensorCounts) {
-  for (uint64_t count : {kMaxU64, kMaxU64 - 7, uint64_t{1} << 63, uint64_t{1} << 32, uint64_t{1000}}) {
+  for (uint64_t count :
+       {kMaxU64, kMaxU64 - 7, uint64_t{1} << 63, uint64_t{1} << 32, uint64_t{1000}}) {
     Crafted kv = craft({{"a", {8}}}, 32);
     kv.b.patch<uint64_t>(16, count);
     expect_error(kv.b, 16, {fmt::format("metadata count {}", count)});
@@ -384,7 +384,8 @@ TEST_F(BadFile, RejectsUnknownValueTypes) {
 TEST_F(BadFile, RejectsUnknownTensorTypeIds) {
   for (uint32_t type : {4u, 5u, 31u, 36u, 40u, 1000u, 0xFFFFFFFFu}) {
     Crafted c = craft({{"w", {32}, type}}, 64);
-    expect_error(c.b, c.fields[0].type, {"tensor 'w'", fmt::format("unknown tensor type id {}", type)});
+    expect_error(c.b, c.fields[0].type,
+                 {"tensor 'w'", fmt::format("unknown tensor type id {}", type)});
   }
 }
 
@@ -396,8 +397,8 @@ TEST_F(BadFile, RejectsRowsThatAreNotWholeBlocks) {
 TEST_F(BadFile, RejectsMisalignedTensorOffsets) {
   for (uint64_t offset : {uint64_t{4}, uint64_t{31}, uint64_t{33}, kMaxU64}) {
     Crafted c = craft({{"a", {8}}, {"b", {8}, kF32, offset}}, 128);
-    expect_error(c.b, c.fields[1].offset, {"tensor 'b'", fmt::format("data offset {}", offset),
-                                           "alignment 32"});
+    expect_error(c.b, c.fields[1].offset,
+                 {"tensor 'b'", fmt::format("data offset {}", offset), "alignment 32"});
   }
 }
 
@@ -437,17 +438,21 @@ TEST_F(BadFile, RejectsBadAlignmentValues) {
   };
   size_t type_at = 0, value_at = 0;
   for (uint32_t bad : {0u, 3u, 48u, 1u << 21}) {
-    Bytes b = with_alignment(VT::UINT32, [&](Bytes& x) { x.u32(bad); }, &type_at, &value_at);
+    Bytes b = with_alignment(
+        VT::UINT32, [&](Bytes& x) { x.u32(bad); }, &type_at, &value_at);
     expect_error(b, value_at, {fmt::format("general.alignment {}", bad), "power of two"});
   }
-  Bytes huge = with_alignment(VT::UINT64, [](Bytes& x) { x.u64(kMaxU64); }, &type_at, &value_at);
+  Bytes huge = with_alignment(
+      VT::UINT64, [](Bytes& x) { x.u64(kMaxU64); }, &type_at, &value_at);
   expect_error(huge, value_at, {"general.alignment", "power of two"});
   Bytes negative = with_alignment(
       VT::INT32, [](Bytes& x) { x.put<int32_t>(-32); }, &type_at, &value_at);
   expect_error(negative, value_at, {"general.alignment -32", "power of two"});
-  Bytes real = with_alignment(VT::FLOAT32, [](Bytes& x) { x.f32(32.0f); }, &type_at, &value_at);
+  Bytes real = with_alignment(
+      VT::FLOAT32, [](Bytes& x) { x.f32(32.0f); }, &type_at, &value_at);
   expect_error(real, type_at, {"general.alignment has type float32", "integer"});
-  Bytes text = with_alignment(VT::STRING, [](Bytes& x) { x.str("32"); }, &type_at, &value_at);
+  Bytes text = with_alignment(
+      VT::STRING, [](Bytes& x) { x.str("32"); }, &type_at, &value_at);
   expect_error(text, type_at, {"general.alignment has type string", "integer"});
 }
 

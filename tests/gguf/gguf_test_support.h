@@ -133,11 +133,11 @@ struct FieldSpan {
   size_t end = 0;  // one past the last byte
 };
 struct Layout {
-  std::vector<FieldSpan> units;      // header fields in file order: scalars, whole strings, ...
-  std::vector<FieldSpan> counts;     // {count field start, end of the region it counts}
+  std::vector<FieldSpan> units;   // header fields in file order: scalars, whole strings, ...
+  std::vector<FieldSpan> counts;  // {count field start, end of the region it counts}
   std::vector<std::vector<size_t>> array_items;  // per array: each item's start, then its end
-  std::vector<size_t> tensor_offset_field;  // per tensor, in info order
-  std::vector<FieldSpan> tensor_data;       // per tensor, absolute file range
+  std::vector<size_t> tensor_offset_field;       // per tensor, in info order
+  std::vector<FieldSpan> tensor_data;            // per tensor, absolute file range
   size_t header_end = 0;
   size_t data_offset = 0;
   uint64_t alignment = 32;
@@ -370,28 +370,28 @@ inline std::vector<std::pair<std::string, Value>> synthetic_metadata() {
                   float_value(VT::FLOAT32, double{std::numeric_limits<float>::quiet_NaN()}));
   kv.emplace_back("test.f32.negzero", float_value(VT::FLOAT32, -0.0));
   kv.emplace_back("test.f64", float_value(VT::FLOAT64, 3.141592653589793));
-  kv.emplace_back("test.f64.inf", float_value(VT::FLOAT64, -std::numeric_limits<double>::infinity()));
+  kv.emplace_back("test.f64.inf",
+                  float_value(VT::FLOAT64, -std::numeric_limits<double>::infinity()));
   kv.emplace_back("test.bool.true", bool_value(true));
   kv.emplace_back("test.bool.false", bool_value(false));
   kv.emplace_back("test.string", string_value(std::string_view("h\xc3\xa9llo\0world", 12)));
   kv.emplace_back("test.string.empty", string_value(""));
-  kv.emplace_back("test.array.u8", array_value(VT::UINT8, {uint_value(VT::UINT8, 0),
-                                                           uint_value(VT::UINT8, 255)}));
+  kv.emplace_back("test.array.u8",
+                  array_value(VT::UINT8, {uint_value(VT::UINT8, 0), uint_value(VT::UINT8, 255)}));
   kv.emplace_back("test.array.i8", array_value(VT::INT8, {int_value(VT::INT8, -1)}));
   kv.emplace_back("test.array.u16", array_value(VT::UINT16, {uint_value(VT::UINT16, 513)}));
   kv.emplace_back("test.array.i16", array_value(VT::INT16, {int_value(VT::INT16, -513)}));
   kv.emplace_back("test.array.u32", array_value(VT::UINT32, {uint_value(VT::UINT32, 70000)}));
-  kv.emplace_back("test.array.i32", array_value(VT::INT32, {int_value(VT::INT32, -70000),
-                                                            int_value(VT::INT32, 3)}));
+  kv.emplace_back("test.array.i32",
+                  array_value(VT::INT32, {int_value(VT::INT32, -70000), int_value(VT::INT32, 3)}));
   kv.emplace_back("test.array.u64", array_value(VT::UINT64, {uint_value(VT::UINT64, 1ull << 40)}));
   kv.emplace_back("test.array.i64", array_value(VT::INT64, {int_value(VT::INT64, -(1ll << 40))}));
   kv.emplace_back("test.array.f32", array_value(VT::FLOAT32, {float_value(VT::FLOAT32, 0.25),
                                                               float_value(VT::FLOAT32, -2.0)}));
   kv.emplace_back("test.array.f64", array_value(VT::FLOAT64, {float_value(VT::FLOAT64, 1e300)}));
   kv.emplace_back("test.array.bool", array_value(VT::BOOL, {bool_value(true), bool_value(false)}));
-  kv.emplace_back("test.array.string",
-                  array_value(VT::STRING, {string_value("a"), string_value(""),
-                                           string_value("ccc")}));
+  kv.emplace_back("test.array.string", array_value(VT::STRING, {string_value("a"), string_value(""),
+                                                                string_value("ccc")}));
   kv.emplace_back("test.array.empty", array_value(VT::INT32, {}));
   kv.emplace_back(
       "test.array.nested",
@@ -418,8 +418,8 @@ struct SyntheticTensor {
 // exercised).
 inline std::vector<SyntheticTensor> synthetic_tensors() {
   return {
-      {"t.f32", TensorType::F32, {3, 2}, 24},     {"t.q4_0", TensorType::Q4_0, {64, 2}, 72},
-      {"t.f16", TensorType::F16, {5}, 10},        {"t.i8", TensorType::I8, {7, 1, 1, 2}, 14},
+      {"t.f32", TensorType::F32, {3, 2}, 24}, {"t.q4_0", TensorType::Q4_0, {64, 2}, 72},
+      {"t.f16", TensorType::F16, {5}, 10},    {"t.i8", TensorType::I8, {7, 1, 1, 2}, 14},
       {"t.q8_0", TensorType::Q8_0, {32}, 34},
   };
 }

@@ -97,7 +97,8 @@ TEST_P(GgufWriterAlignment, PlacesTensorsAtAlignedOffsetsBackToBack) {
   for (size_t at = layout.header_end; at < layout.data_offset; ++at) EXPECT_EQ(bytes[at], '\0');
 }
 
-INSTANTIATE_TEST_SUITE_P(Alignments, GgufWriterAlignment, ::testing::Values(1u, 8u, 32u, 64u, 4096u));
+INSTANTIATE_TEST_SUITE_P(Alignments, GgufWriterAlignment,
+                         ::testing::Values(1u, 8u, 32u, 64u, 4096u));
 
 TEST(GgufWriter, TypedSettersStoreTheirExactTypes) {
   TempDir dir;
@@ -292,7 +293,7 @@ TEST(GgufWriter, RejectsTensorDataOfTheWrongSize) {
   const std::vector<uint8_t> seventeen(17), sixteen(16), thirty_six(36);
   EXPECT_THROW(w.write_tensor_data("a", seventeen), InvalidArgument);
   w.write_tensor_data("a", std::span(sixteen).first(10));
-  EXPECT_THROW(w.finish(), InvalidArgument);               // 'a' incomplete
+  EXPECT_THROW(w.finish(), InvalidArgument);                            // 'a' incomplete
   EXPECT_THROW(w.write_tensor_data("b", thirty_six), InvalidArgument);  // 'a' not done yet
   EXPECT_THROW(w.write_tensor_data("a", sixteen), InvalidArgument);     // 6 bytes left
   w.write_tensor_data("a", std::span(sixteen).first(6));
@@ -338,8 +339,7 @@ TEST(GgufWriter, RejectsBadShapesAndNames) {
   EXPECT_THROW(w.add_tensor("zero", TensorType::F32, {4, 0}), InvalidArgument);
   EXPECT_THROW(w.add_tensor("negative", TensorType::F32, {-4}), InvalidArgument);
   EXPECT_THROW(w.add_tensor("huge", TensorType::F32, {1ll << 41}), InvalidArgument);
-  EXPECT_THROW(w.add_tensor("overflow", TensorType::F32, {1ll << 40, 1ll << 40}),
-               InvalidArgument);
+  EXPECT_THROW(w.add_tensor("overflow", TensorType::F32, {1ll << 40, 1ll << 40}), InvalidArgument);
   EXPECT_THROW(w.add_tensor("partial_block", TensorType::Q4_0, {48}), InvalidArgument);
   EXPECT_THROW(w.add_tensor("bad_type", static_cast<TensorType>(4), {32}), InvalidArgument);
   EXPECT_THROW(w.add_tensor("", TensorType::F32, {1}), InvalidArgument);
