@@ -11,7 +11,8 @@ KvCache::KvCache(const model::HParams& hp, int64_t capacity, int n_layers)
       n_heads_(static_cast<int>(hp.n_head_kv)),
       head_dim_(hp.head_dim),
       capacity_(capacity) {
-  if (capacity <= 0) throw InvalidArgument(fmt::format("context size {} must be positive", capacity));
+  if (capacity <= 0)
+    throw InvalidArgument(fmt::format("context size {} must be positive", capacity));
   data_.assign(static_cast<size_t>(n_layers_) * 2 * n_heads_ * capacity_ * head_dim_, 0.0f);
 }
 
@@ -19,8 +20,12 @@ size_t KvCache::offset(int layer, int kind, int head) const {
   return ((static_cast<size_t>(layer) * 2 + kind) * n_heads_ + head) * capacity_ * head_dim_;
 }
 
-float* KvCache::keys(int layer, int head) { return data_.data() + offset(layer, 0, head); }
-float* KvCache::values(int layer, int head) { return data_.data() + offset(layer, 1, head); }
+float* KvCache::keys(int layer, int head) {
+  return data_.data() + offset(layer, 0, head);
+}
+float* KvCache::values(int layer, int head) {
+  return data_.data() + offset(layer, 1, head);
+}
 
 void KvCache::advance(int64_t n) {
   AUGUR_CHECK(n >= 0 && committed_ + pending_ + n <= capacity_, "advance within capacity");
@@ -29,7 +34,8 @@ void KvCache::advance(int64_t n) {
 
 void KvCache::commit(int64_t keep) {
   if (keep < 0 || keep > pending_) {
-    throw InvalidArgument(fmt::format("cache commit of {} rows, but only {} are pending", keep, pending_));
+    throw InvalidArgument(
+        fmt::format("cache commit of {} rows, but only {} are pending", keep, pending_));
   }
   committed_ += keep;
   pending_ = 0;
@@ -46,8 +52,9 @@ void KvCache::truncate(int64_t n) {
 void KvCache::check_row(int layer, int head, int64_t row) const {
   if (layer < 0 || layer >= n_layers_ || head < 0 || head >= n_heads_ || row < 0 ||
       row >= committed_ + pending_) {
-    throw InvalidArgument(fmt::format("cache read of layer {} head {} row {} outside {}x{}x{}", layer,
-                                      head, row, n_layers_, n_heads_, committed_ + pending_));
+    throw InvalidArgument(fmt::format("cache read of layer {} head {} row {} outside {}x{}x{}",
+                                      layer, head, row, n_layers_, n_heads_,
+                                      committed_ + pending_));
   }
 }
 

@@ -15,7 +15,11 @@ extern "C" void on_sigint(int) {
 
 }  // namespace
 
-void install_interrupt_handler() { std::signal(SIGINT, on_sigint); }
-bool interrupted() { return g_interrupted.load(); }
+void install_interrupt_handler() {
+  std::signal(SIGINT, on_sigint);
+}
+bool interrupted() {
+  return g_interrupted.load();
+}
 
 }  // namespace augur::cli

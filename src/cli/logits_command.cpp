@@ -1,11 +1,11 @@
 // `augur logits`: float32 logits of EVERY prompt position, row-major [n_positions, n_vocab],
 // with the prompt evaluated in ubatches on an empty cache.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "cache/kv_cache.h"
 #include "cli/commands.h"
@@ -27,7 +27,8 @@ struct LogitsOptions {
 int run(const LogitsOptions& opt) {
   auto model = load_model_with_progress(opt.runtime.model_path);
   const int64_t n_vocab = model->hparams().n_vocab;
-  if (!opt.prompt.given()) throw InvalidArgument("no prompt: give --prompt-ids, -p TEXT or -f FILE");
+  if (!opt.prompt.given())
+    throw InvalidArgument("no prompt: give --prompt-ids, -p TEXT or -f FILE");
   std::vector<int32_t> prompt;
   if (opt.prompt.has_ids()) {
     prompt = parse_token_ids(opt.prompt.ids, n_vocab);
@@ -51,7 +52,8 @@ int run(const LogitsOptions& opt) {
     rows.resize(static_cast<size_t>(len));
     std::iota(positions.begin(), positions.end(), static_cast<int32_t>(start));
     std::iota(rows.begin(), rows.end(), 0);
-    eval.forward(std::span<const int32_t>(prompt).subspan(static_cast<size_t>(start), static_cast<size_t>(len)),
+    eval.forward(std::span<const int32_t>(prompt).subspan(static_cast<size_t>(start),
+                                                          static_cast<size_t>(len)),
                  positions, rows, cache.memory(), logits.data());
     cache.commit(len);
     out.write(reinterpret_cast<const char*>(logits.data()),

@@ -1,9 +1,8 @@
 // augur's command line: the one place (besides the server) that catches errors, prints them
 // and exits non-zero.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "common/error.h"

@@ -1,11 +1,11 @@
 #include "cli/model_loading.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 
@@ -15,7 +15,8 @@ void RuntimeOptions::add_options(CLI::App& app) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("-c,--ctx-size", n_ctx, "context size in tokens (default: the model's, at most 4096)")
+  app.add_option("-c,--ctx-size", n_ctx,
+                 "context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--ubatch", ubatch, "max tokens per forward pass during prefill")
       ->capture_default_str()

@@ -2,10 +2,9 @@
 // load that reports progress on stderr for large files.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "model/model.h"
 
@@ -13,8 +12,8 @@ namespace augur::cli {
 
 struct RuntimeOptions {
   std::string model_path;
-  int threads = 0;       // 0: all hardware threads
-  int64_t n_ctx = 0;     // 0: the model's training context, capped at 4096
+  int threads = 0;    // 0: all hardware threads
+  int64_t n_ctx = 0;  // 0: the model's training context, capped at 4096
   int64_t ubatch = 512;
 
   void add_options(CLI::App& app);

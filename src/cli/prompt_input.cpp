@@ -1,11 +1,11 @@
 #include "cli/prompt_input.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
@@ -17,8 +17,9 @@ void PromptInput::add_options(CLI::App& app, bool with_ids) {
   auto* f = app.add_option("-f,--file", file, "read the prompt text from FILE (byte-exact)");
   p->excludes(f);
   if (with_ids) {
-    auto* i = app.add_option("--prompt-ids", ids,
-                             "prompt as token ids, e.g. 1,2,3 (used exactly as given: no BOS added)");
+    auto* i =
+        app.add_option("--prompt-ids", ids,
+                       "prompt as token ids, e.g. 1,2,3 (used exactly as given: no BOS added)");
     i->excludes(p)->excludes(f);
   }
 }
@@ -26,7 +27,9 @@ void PromptInput::add_options(CLI::App& app, bool with_ids) {
 std::string PromptInput::read_text() const {
   if (file.empty()) return text;
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw InvalidArgument(fmt::format("cannot read prompt file '{}': {}", file, std::strerror(errno)));
+  if (!in)
+    throw InvalidArgument(
+        fmt::format("cannot read prompt file '{}': {}", file, std::strerror(errno)));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -49,7 +52,8 @@ std::vector<int32_t> parse_token_ids(const std::string& list, int64_t n_vocab) {
       used = 0;
     }
     if (used != entry.size() || value < 0 || value >= n_vocab) {
-      throw InvalidArgument(fmt::format("--prompt-ids: '{}' is not a token id in [0, {})", entry, n_vocab));
+      throw InvalidArgument(
+          fmt::format("--prompt-ids: '{}' is not a token id in [0, {})", entry, n_vocab));
     }
     ids.push_back(static_cast<int32_t>(value));
     pos = end;

@@ -1,12 +1,11 @@
 // How a command gets its prompt: -p TEXT, -f FILE or --prompt-ids 1,2,3 (exactly one).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace augur::tokenizer {
 class Tokenizer;

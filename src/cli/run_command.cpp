@@ -1,12 +1,12 @@
 // `augur run`: generate text from a prompt, streaming it to stdout, stats to stderr;
 // or, with --json, exactly one JSON object on stdout.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <random>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "cli/commands.h"
 #include "cli/interrupt.h"
@@ -30,16 +30,20 @@ struct RunOptions {
 };
 
 nlohmann::json stats_json(const engine::GenerateStats& s) {
-  return {{"n_prompt", s.n_prompt},         {"n_gen", s.n_gen},
-          {"prefill_s", s.prefill_s},       {"decode_s", s.decode_s},
-          {"prefill_tok_s", s.prefill_tok_s()}, {"decode_tok_s", s.decode_tok_s()}};
+  return {{"n_prompt", s.n_prompt},
+          {"n_gen", s.n_gen},
+          {"prefill_s", s.prefill_s},
+          {"decode_s", s.decode_s},
+          {"prefill_tok_s", s.prefill_tok_s()},
+          {"decode_tok_s", s.decode_tok_s()}};
 }
 
 int run(const RunOptions& opt) {
   auto model = load_model_with_progress(opt.runtime.model_path);
   const auto tok = tokenizer::Tokenizer::from_gguf(model->file());
   const int64_t n_vocab = model->hparams().n_vocab;
-  if (!opt.prompt.given()) throw InvalidArgument("no prompt: give -p TEXT, -f FILE or --prompt-ids");
+  if (!opt.prompt.given())
+    throw InvalidArgument("no prompt: give -p TEXT, -f FILE or --prompt-ids");
   const auto prompt = prompt_tokens(opt.prompt, *tok, n_vocab);
 
   sampling::SamplerConfig config = opt.sampler;
@@ -68,17 +72,15 @@ int run(const RunOptions& opt) {
     }
     return !interrupted();
   };
-  const auto result = generator.generate(prompt, sampler, rng, gen,
-                                         [&](int32_t t) { return tok->is_eog(t); }, on_token);
+  const auto result = generator.generate(
+      prompt, sampler, rng, gen, [&](int32_t t) { return tok->is_eog(t); }, on_token);
   const auto& s = result.stats;
   const std::string tail = stream.finish();
   if (opt.json) {
-    nlohmann::json out = {{"prompt_tokens", prompt},
-                          {"tokens", result.tokens},
-                          {"text", text + tail},
-                          {"stop", std::string(engine::stop_reason_name(result.stop))},
-                          {"seed", config.seed},
-                          {"stats", stats_json(s)}};
+    nlohmann::json out = {
+        {"prompt_tokens", prompt}, {"tokens", result.tokens},
+        {"text", text + tail},     {"stop", std::string(engine::stop_reason_name(result.stop))},
+        {"seed", config.seed},     {"stats", stats_json(s)}};
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -108,7 +110,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(-1, 1 << 24));
   auto& sc = opt->sampler;
   cmd->add_option("--temp", sc.temperature, "temperature; 0 = greedy")->capture_default_str();
-  cmd->add_option("--top-k", sc.top_k, "keep the k most likely tokens; 0 = off")->capture_default_str();
+  cmd->add_option("--top-k", sc.top_k, "keep the k most likely tokens; 0 = off")
+      ->capture_default_str();
   cmd->add_option("--top-p", sc.top_p, "nucleus sampling mass; 1 = off")->capture_default_str();
   cmd->add_option("--min-p", sc.min_p, "drop tokens below min-p x the top probability; 0 = off")
       ->capture_default_str();
@@ -118,8 +121,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "how many recent tokens the penalty sees (-1: all)")
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "sampling seed (default: random, printed in the stats)");
-  cmd->add_flag("--ignore-eos", opt->ignore_eos, "do not stop at end of generation: generate exactly n tokens");
-  cmd->add_flag("--json", opt->json, "print one JSON object (prompt_tokens, tokens, text, stats) instead of text");
+  cmd->add_flag("--ignore-eos", opt->ignore_eos,
+                "do not stop at end of generation: generate exactly n tokens");
+  cmd->add_flag("--json", opt->json,
+                "print one JSON object (prompt_tokens, tokens, text, stats) instead of text");
   cmd->callback([opt, &exit_code] { exit_code = run(*opt); });
 }
 

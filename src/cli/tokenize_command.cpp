@@ -39,7 +39,8 @@ int run(const TokenizeOptions& opt) {
 void add_tokenize_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<TokenizeOptions>();
   auto* cmd = app.add_subcommand("tokenize", "print the token ids of a text, space-separated");
-  cmd->add_option("-m,--model", opt->model_path, "GGUF file (a vocab-only file is enough)")->required();
+  cmd->add_option("-m,--model", opt->model_path, "GGUF file (a vocab-only file is enough)")
+      ->required();
   opt->prompt.add_options(*cmd, /*with_ids=*/false);
   cmd->add_flag("--no-bos", opt->no_bos, "do not add BOS/EOS even if the model asks for them");
   cmd->add_flag("--special", opt->special, "parse control-token texts such as <s> as tokens");

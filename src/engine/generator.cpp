@@ -1,8 +1,8 @@
 #include "engine/generator.h"
 
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "common/error.h"
 
@@ -41,8 +41,8 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
   if (prompt.empty()) throw InvalidArgument("the prompt is empty: nothing to condition on");
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt > n_ctx) {
-    throw InvalidArgument(fmt::format("prompt of {} tokens does not fit the context of {} (raise -c)",
-                                      n_prompt, n_ctx));
+    throw InvalidArgument(fmt::format(
+        "prompt of {} tokens does not fit the context of {} (raise -c)", n_prompt, n_ctx));
   }
   // The last generated token is never fed back, so n tokens need n_prompt + n - 1 rows.
   if (options.n_predict > 0 && n_prompt + options.n_predict - 1 > n_ctx) {

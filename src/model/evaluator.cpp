@@ -1,8 +1,8 @@
 #include "model/evaluator.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/error.h"
 

@@ -20,8 +20,7 @@ class Evaluator {
   // logits of the rows listed in `out_rows` (ascending indexes into tokens) to
   // logits [out_rows.size(), n_vocab]. n_layers < 0 runs every layer.
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-               std::span<const int32_t> out_rows, Memory& memory, float* logits,
-               int n_layers = -1);
+               std::span<const int32_t> out_rows, Memory& memory, float* logits, int n_layers = -1);
 
   // Convenience: positions memory.n_rows().., logits of the last row only (decode / prefill).
   void forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,

@@ -14,10 +14,12 @@ class Memory {
   virtual int64_t n_rows() const = 0;
   // Maximum rows this memory can hold.
   virtual int64_t capacity() const = 0;
-  // Start of layer `layer`, kv head `head` keys; rows are head_dim floats apart. [capacity, head_dim]
+  // Start of layer `layer`, kv head `head` keys; rows are head_dim floats apart. [capacity,
+  // head_dim]
   virtual float* keys(int layer, int head) = 0;
   virtual float* values(int layer, int head) = 0;
-  // The batch's `n` rows (at n_rows() .. n_rows()+n-1) are written for every layer: make them visible.
+  // The batch's `n` rows (at n_rows() .. n_rows()+n-1) are written for every layer: make them
+  // visible.
   virtual void advance(int64_t n) = 0;
 };
 

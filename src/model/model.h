@@ -30,7 +30,7 @@ struct UbatchRequest {
   std::span<const int32_t> positions;  // [M] RoPE positions
   std::span<const int32_t> out_rows;   // ascending indexes into tokens whose logits are wanted
   float* logits = nullptr;             // [out_rows.size(), n_vocab]
-  int n_layers = -1;                   // run only the first n layers (layer-skip drafting); -1 = all
+  int n_layers = -1;  // run only the first n layers (layer-skip drafting); -1 = all
 };
 
 class Model {
@@ -40,7 +40,8 @@ class Model {
   virtual const gguf::File& file() const = 0;
   virtual std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const = 0;
   // Evaluates one ubatch on top of `memory`: row i attends to every memory row plus batch rows
-  // 0..i (causal), and its K/V are appended to `memory`. M must not exceed the workspace's max_rows.
+  // 0..i (causal), and its K/V are appended to `memory`. M must not exceed the workspace's
+  // max_rows.
   virtual void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
                               kernels::ThreadPool& pool) const = 0;
 };
@@ -58,5 +59,6 @@ bool register_arch(std::string_view name, ArchLoader loader);
 
 }  // namespace augur::model
 
-#define AUGUR_REGISTER_ARCH(name, loader) \
-  [[maybe_unused]] static const bool augur_arch_registered_ = ::augur::model::register_arch(name, loader)
+#define AUGUR_REGISTER_ARCH(name, loader)                     \
+  [[maybe_unused]] static const bool augur_arch_registered_ = \
+      ::augur::model::register_arch(name, loader)

@@ -1,8 +1,8 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "model/model.h"

@@ -11,7 +11,9 @@ namespace {
 
 using testing::ModelSession;
 
-std::filesystem::path tiny() { return testing::fixtures_dir() / "tiny-qwen3.gguf"; }
+std::filesystem::path tiny() {
+  return testing::fixtures_dir() / "tiny-qwen3.gguf";
+}
 
 // Every stored K/V row of `a` and `b` for rows [0, n) within atol.
 void expect_same_rows(const KvCache& a, const KvCache& b, int64_t n, float atol) {
@@ -21,8 +23,10 @@ void expect_same_rows(const KvCache& a, const KvCache& b, int64_t n, float atol)
         const auto ka = a.key_row(layer, head, row), kb = b.key_row(layer, head, row);
         const auto va = a.value_row(layer, head, row), vb = b.value_row(layer, head, row);
         for (size_t i = 0; i < ka.size(); ++i) {
-          ASSERT_NEAR(ka[i], kb[i], atol) << "layer " << layer << " head " << head << " row " << row;
-          ASSERT_NEAR(va[i], vb[i], atol) << "layer " << layer << " head " << head << " row " << row;
+          ASSERT_NEAR(ka[i], kb[i], atol)
+              << "layer " << layer << " head " << head << " row " << row;
+          ASSERT_NEAR(va[i], vb[i], atol)
+              << "layer " << layer << " head " << head << " row " << row;
         }
       }
     }

@@ -25,7 +25,8 @@ class BadModel : public ::testing::Test {
     return path;
   }
   testing::CommandResult run(const std::filesystem::path& model) {
-    return testing::run_command(quote(testing::augur_bin()) + " run -m " + quote(model) + " --prompt-ids 1,2,3 -n 4");
+    return testing::run_command(quote(testing::augur_bin()) + " run -m " + quote(model) +
+                                " --prompt-ids 1,2,3 -n 4");
   }
   std::vector<std::filesystem::path> made_;
 };
@@ -52,7 +53,9 @@ TEST_F(BadModel, WrongShapeNamesTensorShapeAndExpectation) {
   edit.reshape["blk.1.attn_q.weight"] = {512, 128};
   const auto r = run(make("shape", edit));
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("'blk.1.attn_q.weight': shape [512, 128], expected [256, 256]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'blk.1.attn_q.weight': shape [512, 128], expected [256, 256]"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(BadModel, TensorTypeWithoutKernelIsUnsupported) {

@@ -2,9 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/reference.h"
 #include "support/run_command.h"
@@ -16,8 +15,12 @@ namespace {
 using testing::quote;
 using testing::run_command;
 
-std::string augur() { return quote(testing::augur_bin()); }
-std::filesystem::path fixture(const std::string& name) { return testing::fixtures_dir() / name; }
+std::string augur() {
+  return quote(testing::augur_bin());
+}
+std::filesystem::path fixture(const std::string& name) {
+  return testing::fixtures_dir() / name;
+}
 
 std::string ids_arg(const std::vector<int32_t>& ids) {
   std::string s;
@@ -28,12 +31,13 @@ std::string ids_arg(const std::vector<int32_t>& ids) {
 TEST(CliHelp, ListsEverySubcommandAndItsOptions) {
   const auto top = run_command(augur() + " --help");
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* sub : {"run", "logits", "tokenize"}) EXPECT_NE(top.out.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"run", "logits", "tokenize"})
+    EXPECT_NE(top.out.find(sub), std::string::npos) << sub;
   const auto run = run_command(augur() + " run --help");
   EXPECT_EQ(run.exit_code, 0);
-  for (const char* opt : {"--model", "--prompt", "--file", "--prompt-ids", "--n-predict", "--temp", "--top-k",
-                          "--top-p", "--min-p", "--repeat-penalty", "--seed", "--threads", "--ctx-size",
-                          "--ubatch", "--ignore-eos", "--json"}) {
+  for (const char* opt : {"--model", "--prompt", "--file", "--prompt-ids", "--n-predict", "--temp",
+                          "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+                          "--threads", "--ctx-size", "--ubatch", "--ignore-eos", "--json"}) {
     EXPECT_NE(run.out.find(opt), std::string::npos) << opt;
   }
   EXPECT_EQ(run_command(augur() + " logits --help").exit_code, 0);
@@ -44,14 +48,16 @@ TEST(CliRun, GreedyJsonReproducesFixtureTokens) {
   const auto ref = testing::read_json(fixture("tiny-llama.ref.json"));
   const auto prompt = ref["prompts"][2].get<std::vector<int32_t>>();
   const auto expected = ref["greedy"][2]["tokens"].get<std::vector<int32_t>>();
-  const auto r = run_command(augur() + " run -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
-                             ids_arg(prompt) + " -n 48 --temp 0 --ignore-eos --json -t 2");
+  const auto r =
+      run_command(augur() + " run -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
+                  ids_arg(prompt) + " -n 48 --temp 0 --ignore-eos --json -t 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["prompt_tokens"].get<std::vector<int32_t>>(), prompt);  // no BOS added to ids
   EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), expected);
   ASSERT_TRUE(j["text"].is_string());
-  for (const char* key : {"n_prompt", "n_gen", "prefill_s", "decode_s", "prefill_tok_s", "decode_tok_s"}) {
+  for (const char* key :
+       {"n_prompt", "n_gen", "prefill_s", "decode_s", "prefill_tok_s", "decode_tok_s"}) {
     EXPECT_TRUE(j["stats"].contains(key)) << key;
   }
   EXPECT_EQ(j["stats"]["n_gen"].get<int>(), 48);
@@ -78,8 +84,9 @@ TEST(CliRun, TextPromptFollowsAddBosAndStreamsText) {
 
 TEST(CliRun, SameSeedSameSampledTokens) {
   const auto model = quote(fixture("tiny-qwen2.gguf"));
-  const std::string cmd = augur() + " run -m " + model +
-                          " --prompt-ids 5,6,7 -n 24 --temp 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 7 --json";
+  const std::string cmd =
+      augur() + " run -m " + model +
+      " --prompt-ids 5,6,7 -n 24 --temp 1.0 --top-k 0 --top-p 1 --min-p 0 --seed 7 --json";
   const auto a = run_command(cmd), b = run_command(cmd);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
@@ -108,8 +115,9 @@ TEST(CliLogits, WritesEveryPromptRowLikeTheReference) {
   const auto ref = testing::read_json(fixture("tiny-llama.ref.json"));
   const auto prompt = ref["prompts"][3].get<std::vector<int32_t>>();
   const auto out = testing::temp_path("logits.f32");
-  const auto r = run_command(augur() + " logits -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
-                             ids_arg(prompt) + " --ubatch 16 --out " + quote(out));
+  const auto r =
+      run_command(augur() + " logits -m " + quote(fixture("tiny-llama.gguf")) + " --prompt-ids " +
+                  ids_arg(prompt) + " --ubatch 16 --out " + quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto got = testing::read_f32(out);
   std::filesystem::remove(out);
@@ -125,14 +133,16 @@ TEST(CliTokenize, WorksOnVocabOnlyFiles) {
   const auto vocab = fixture("tokenizers/ggml-vocab-llama-spm.gguf");
   const auto with_bos = run_command(augur() + " tokenize -m " + quote(vocab) + " -p 'Hello world'");
   ASSERT_EQ(with_bos.exit_code, 0) << with_bos.err;
-  const auto no_bos = run_command(augur() + " tokenize -m " + quote(vocab) + " -p 'Hello world' --no-bos");
+  const auto no_bos =
+      run_command(augur() + " tokenize -m " + quote(vocab) + " -p 'Hello world' --no-bos");
   ASSERT_EQ(no_bos.exit_code, 0) << no_bos.err;
   EXPECT_EQ(with_bos.out, "1 " + no_bos.out);  // llama-spm: add_bos_token, BOS = 1
   // The expected ids come from the llama.cpp test vectors for the same text.
   const std::string inp = testing::slurp(vocab.string() + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> tests;
-  for (size_t pos = 0, next; (next = inp.find(sep, pos)) != std::string::npos; pos = next + sep.size()) {
+  for (size_t pos = 0, next; (next = inp.find(sep, pos)) != std::string::npos;
+       pos = next + sep.size()) {
     tests.push_back(inp.substr(pos, next - pos));
   }
   const auto it = std::find(tests.begin(), tests.end(), "Hello world");
@@ -141,7 +151,8 @@ TEST(CliTokenize, WorksOnVocabOnlyFiles) {
   std::string line;
   for (auto i = it - tests.begin(); i >= 0; --i) std::getline(lines, line);
   EXPECT_EQ(no_bos.out, line.substr(1) + "\n");
-  const auto special = run_command(augur() + " tokenize -m " + quote(vocab) + " -p '<s>x' --no-bos --special");
+  const auto special =
+      run_command(augur() + " tokenize -m " + quote(vocab) + " -p '<s>x' --no-bos --special");
   EXPECT_EQ(special.out.substr(0, 2), "1 ");
 }
 

@@ -13,8 +13,12 @@ struct TinyLlama {
   TinyLlama() : model(model::load_model(testing::fixtures_dir() / "tiny-llama.gguf")), pool(2) {
     ref = testing::read_json(testing::fixtures_dir() / "tiny-llama.ref.json");
   }
-  std::vector<int32_t> prompt(size_t p) const { return ref["prompts"][p].get<std::vector<int32_t>>(); }
-  std::vector<int32_t> greedy(size_t p) const { return ref["greedy"][p]["tokens"].get<std::vector<int32_t>>(); }
+  std::vector<int32_t> prompt(size_t p) const {
+    return ref["prompts"][p].get<std::vector<int32_t>>();
+  }
+  std::vector<int32_t> greedy(size_t p) const {
+    return ref["greedy"][p]["tokens"].get<std::vector<int32_t>>();
+  }
   std::unique_ptr<model::Model> model;
   kernels::ThreadPool pool;
   nlohmann::json ref;
@@ -52,15 +56,19 @@ TEST(Generator, StopsAtEndOfGenerationUnlessIgnored) {
   const auto expected = t.greedy(1);
   // The first greedy token that has not appeared before plays the end-of-generation token.
   size_t stop_at = 1;
-  while (std::find(expected.begin(), expected.begin() + stop_at, expected[stop_at]) != expected.begin() + stop_at) ++stop_at;
+  while (std::find(expected.begin(), expected.begin() + stop_at, expected[stop_at]) !=
+         expected.begin() + stop_at)
+    ++stop_at;
   const int32_t eog = expected[stop_at];
   GenerateOptions opt;
   opt.n_predict = 48;
-  auto r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt, [&](int32_t x) { return x == eog; });
+  auto r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt,
+                        [&](int32_t x) { return x == eog; });
   EXPECT_EQ(r.stop, StopReason::EndOfGeneration);
   EXPECT_EQ(r.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + stop_at));
   opt.ignore_eos = true;
-  r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt, [&](int32_t x) { return x == eog; });
+  r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt,
+                   [&](int32_t x) { return x == eog; });
   EXPECT_EQ(r.tokens, expected);
 }
 
@@ -94,9 +102,11 @@ TEST(Generator, RejectsEmptyOrOversizedPrompts) {
   sampling::SeededRng rng(1);
   GenerateOptions opt;
   EXPECT_THROW(gen.generate({}, greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
-  EXPECT_THROW(gen.generate(t.prompt(3), greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
+  EXPECT_THROW(gen.generate(t.prompt(3), greedy_sampler(*t.model), rng, opt, kNoEog),
+               InvalidArgument);
   opt.n_predict = 20;  // 33 + 20 - 1 > 40
-  EXPECT_THROW(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
+  EXPECT_THROW(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog),
+               InvalidArgument);
 }
 
 TEST(Generator, SampledRunsAreReproducibleBySeed) {

@@ -19,10 +19,10 @@ using testing::ModelSession;
 struct Fixture {
   std::string name;
   nlohmann::json ref;
-  bool upcast = false;      // compare against the .upcast. references
-  float atol = 0;           // tolerance against the chosen reference
+  bool upcast = false;                       // compare against the .upcast. references
+  float atol = 0;                            // tolerance against the chosen reference
   std::vector<float> logits, greedy_logits;  // chosen reference [rows, n_vocab]
-  nlohmann::json greedy;    // chosen reference greedy tokens + margins per prompt
+  nlohmann::json greedy;                     // chosen reference greedy tokens + margins per prompt
   int64_t n_vocab = 0;
 
   explicit Fixture(const std::string& fixture_name) : name(fixture_name) {
@@ -43,9 +43,13 @@ struct Fixture {
       atol = ref["recommended_tolerance"]["logits_atol"].get<float>();
     }
   }
-  std::filesystem::path gguf() const { return testing::fixtures_dir() / ref["gguf"].get<std::string>(); }
+  std::filesystem::path gguf() const {
+    return testing::fixtures_dir() / ref["gguf"].get<std::string>();
+  }
   size_t n_prompts() const { return ref["prompts"].size(); }
-  std::vector<int32_t> prompt(size_t p) const { return ref["prompts"][p].get<std::vector<int32_t>>(); }
+  std::vector<int32_t> prompt(size_t p) const {
+    return ref["prompts"][p].get<std::vector<int32_t>>();
+  }
   const float* prompt_row(size_t p, size_t i) const {
     return logits.data() + (ref["logits_file"]["row_offsets"][p].get<size_t>() + i) * n_vocab;
   }
@@ -65,7 +69,8 @@ TEST_P(FixtureTest, PromptLogitsMatchReferenceInOneBatch) {
     const auto logits = s.all_logits(prompt);
     float worst = 0;
     for (size_t i = 0; i < prompt.size(); ++i) {
-      worst = std::max(worst, testing::max_abs_diff(&logits[i * fx.n_vocab], fx.prompt_row(p, i), fx.n_vocab));
+      worst = std::max(
+          worst, testing::max_abs_diff(&logits[i * fx.n_vocab], fx.prompt_row(p, i), fx.n_vocab));
     }
     EXPECT_LE(worst, fx.atol) << fx.name << " prompt " << p << " (upcast ref: " << fx.upcast << ")";
     RecordProperty("prompt" + std::to_string(p) + "_max_abs", std::to_string(worst));
@@ -81,7 +86,8 @@ TEST_P(FixtureTest, TeacherForcedDecodeRowsMatchReference) {
     float worst = testing::max_abs_diff(logits.data(), fx.greedy_row(p, 0), fx.n_vocab);
     for (size_t k = 1; k < fx.n_greedy(); ++k) {
       logits = s.last_logits({tokens[k - 1]});
-      worst = std::max(worst, testing::max_abs_diff(logits.data(), fx.greedy_row(p, k), fx.n_vocab));
+      worst =
+          std::max(worst, testing::max_abs_diff(logits.data(), fx.greedy_row(p, k), fx.n_vocab));
     }
     EXPECT_LE(worst, fx.atol) << fx.name << " prompt " << p;
   }
@@ -103,7 +109,8 @@ TEST_P(FixtureTest, FreeRunningGreedyMatchesUpToFirstNearTie) {
     }
     size_t matched = 0;
     while (matched < expected.size() && got[matched] == expected[matched]) ++matched;
-    EXPECT_GE(matched, must_match) << fx.name << " prompt " << p << ": diverged at step " << matched;
+    EXPECT_GE(matched, must_match)
+        << fx.name << " prompt " << p << ": diverged at step " << matched;
   }
 }
 
@@ -113,15 +120,18 @@ TEST_P(FixtureTest, MainReferenceWithinF32EngineBound) {
   Fixture fx(GetParam());
   if (!fx.upcast) return;  // all-F32 fixtures are covered exactly by the tests above
   const float bound = fx.ref["recommended_tolerance"]["logits_atol_f32_engine"].get<float>();
-  const auto main = testing::read_f32(testing::fixtures_dir() / fx.ref["logits_file"]["name"].get<std::string>());
+  const auto main =
+      testing::read_f32(testing::fixtures_dir() / fx.ref["logits_file"]["name"].get<std::string>());
   for (size_t p = 0; p < fx.n_prompts(); ++p) {
     ModelSession s(fx.gguf());
     const auto prompt = fx.prompt(p);
     const auto logits = s.all_logits(prompt);
     for (size_t i = 0; i < prompt.size(); ++i) {
-      const float* want = main.data() + (fx.ref["logits_file"]["row_offsets"][p].get<size_t>() + i) * fx.n_vocab;
+      const float* want =
+          main.data() + (fx.ref["logits_file"]["row_offsets"][p].get<size_t>() + i) * fx.n_vocab;
       const float* got = &logits[i * fx.n_vocab];
-      EXPECT_LE(testing::max_abs_diff(got, want, fx.n_vocab), bound) << fx.name << " p" << p << " row " << i;
+      EXPECT_LE(testing::max_abs_diff(got, want, fx.n_vocab), bound)
+          << fx.name << " p" << p << " row " << i;
       std::vector<float> sorted(want, want + fx.n_vocab);
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
       if (sorted[0] - sorted[1] > bound) {
@@ -159,11 +169,12 @@ TEST_P(FixtureTest, BatchScheduleDoesNotChangeResults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFixtures, FixtureTest,
-                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-llama-Q8_0",
-                                           "tiny-llama-Q4_0", "tiny-llama-BF16"),
+                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3",
+                                           "tiny-llama-Q8_0", "tiny-llama-Q4_0", "tiny-llama-BF16"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (auto& c : n) if (c == '-') c = '_';
+                           for (auto& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 

@@ -9,7 +9,8 @@ namespace {
 
 TEST(LoadModel, ReportsMonotoneProgressEndingAtOne) {
   std::vector<double> seen;
-  const auto m = load_model(testing::models_dir() / "zoo-target-f16.gguf", [&](double f) { seen.push_back(f); });
+  const auto m = load_model(testing::models_dir() / "zoo-target-f16.gguf",
+                            [&](double f) { seen.push_back(f); });
   ASSERT_FALSE(seen.empty());
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
   EXPECT_GT(seen.size(), 1u);  // 58 MB of weights: more than one report
@@ -30,7 +31,9 @@ TEST(LoadModel, ReadsHyperParametersOfEachArchitecture) {
 }
 
 TEST(LoadModel, VocabOnlyFileIsNotAModel) {
-  EXPECT_THROW((void)load_model(testing::fixtures_dir() / "tokenizers" / "ggml-vocab-llama-spm.gguf"), FormatError);
+  EXPECT_THROW(
+      (void)load_model(testing::fixtures_dir() / "tokenizers" / "ggml-vocab-llama-spm.gguf"),
+      FormatError);
 }
 
 }  // namespace

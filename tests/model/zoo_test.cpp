@@ -46,9 +46,9 @@ TEST_P(ZooTest, GreedyMatchesLlamaCppUpToFirstNearTie) {
     }
     size_t matched = 0;
     while (matched < expected.size() && got[matched] == expected[matched]) ++matched;
-    EXPECT_GE(matched, must_match) << file << " " << p["id"] << ": diverged at step " << matched
-                                   << " (margin there " << margins[std::min(matched, margins.size() - 1)]
-                                   << ")";
+    EXPECT_GE(matched, must_match)
+        << file << " " << p["id"] << ": diverged at step " << matched << " (margin there "
+        << margins[std::min(matched, margins.size() - 1)] << ")";
     report += " " + std::to_string(matched);
   }
   std::printf("[zoo] %s: tokens matching llama.cpp per prompt (of %zu):%s\n", file.c_str(),
@@ -56,10 +56,12 @@ TEST_P(ZooTest, GreedyMatchesLlamaCppUpToFirstNearTie) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ZooModels, ZooTest,
-                         ::testing::Values("zoo-target-f16.gguf", "zoo-target-q8_0.gguf", "zoo-draft-f16.gguf"),
+                         ::testing::Values("zoo-target-f16.gguf", "zoo-target-q8_0.gguf",
+                                           "zoo-draft-f16.gguf"),
                          [](const auto& info) {
                            std::string n = info.param.substr(0, info.param.find(".gguf"));
-                           for (auto& c : n) if (c == '-') c = '_';
+                           for (auto& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 

@@ -16,8 +16,8 @@ namespace augur::testing {
 struct GgufEdit {
   std::map<std::string, std::string> string_overrides;  // metadata key -> new string value
   std::vector<std::string> drop_tensors;
-  std::map<std::string, std::vector<int64_t>> reshape;    // tensor -> new ne (same byte count)
-  std::map<std::string, gguf::TensorType> retype;         // tensor -> new type (bytes truncated)
+  std::map<std::string, std::vector<int64_t>> reshape;  // tensor -> new ne (same byte count)
+  std::map<std::string, gguf::TensorType> retype;       // tensor -> new type (bytes truncated)
 };
 
 inline void rewrite_gguf(const std::filesystem::path& src, const std::filesystem::path& dst,
@@ -38,7 +38,9 @@ inline void rewrite_gguf(const std::filesystem::path& src, const std::filesystem
   };
   std::vector<Kept> kept;
   for (const auto& t : in->tensors()) {
-    if (std::find(edit.drop_tensors.begin(), edit.drop_tensors.end(), t.name) != edit.drop_tensors.end()) continue;
+    if (std::find(edit.drop_tensors.begin(), edit.drop_tensors.end(), t.name) !=
+        edit.drop_tensors.end())
+      continue;
     auto ne = t.ne;
     auto type = t.type;
     if (auto it = edit.reshape.find(t.name); it != edit.reshape.end()) ne = it->second;

@@ -48,7 +48,8 @@ struct ModelSession {
     return static_cast<int32_t>(std::max_element(row, row + n) - row);
   }
 
-  // Greedy continuation of `prompt` (fed as one batch) for n tokens; also returns each step's logits.
+  // Greedy continuation of `prompt` (fed as one batch) for n tokens; also returns each step's
+  // logits.
   std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int n,
                               std::vector<float>* step_logits = nullptr) {
     cache.clear();

@@ -4,11 +4,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace augur::testing {
 
@@ -26,7 +25,8 @@ inline std::vector<float> read_f32(const std::filesystem::path& path) {
   const auto bytes = static_cast<size_t>(in.tellg());
   in.seekg(0);
   std::vector<float> data(bytes / sizeof(float));
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
+  in.read(reinterpret_cast<char*>(data.data()),
+          static_cast<std::streamsize>(data.size() * sizeof(float)));
   return data;
 }
 

@@ -27,13 +27,14 @@ inline std::string slurp(const std::filesystem::path& path) {
 
 inline std::filesystem::path temp_path(const std::string& stem) {
   static int counter = 0;
-  return std::filesystem::temp_directory_path() /
-         ("augur-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + stem);
+  return std::filesystem::temp_directory_path() / ("augur-test-" + std::to_string(::getpid()) +
+                                                   "-" + std::to_string(counter++) + "-" + stem);
 }
 
 inline CommandResult run_command(const std::string& command_line) {
   const auto out_path = temp_path("stdout"), err_path = temp_path("stderr");
-  const std::string full = command_line + " >" + out_path.string() + " 2>" + err_path.string() + " </dev/null";
+  const std::string full =
+      command_line + " >" + out_path.string() + " 2>" + err_path.string() + " </dev/null";
   const int status = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -44,6 +45,8 @@ inline CommandResult run_command(const std::string& command_line) {
   return r;
 }
 
-inline std::string quote(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+inline std::string quote(const std::filesystem::path& p) {
+  return "'" + p.string() + "'";
+}
 
 }  // namespace augur::testing

@@ -1,9 +1,9 @@
 #include "model/blocks/decoder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "kernels/matmul.h"
@@ -59,12 +59,12 @@ struct DecoderWorkspace final : Workspace {
         rope(max_rows * hp.n_rot),
         out_hidden(max_rows * hp.n_embd) {}
   int64_t max_rows, n_ctx;
-  std::vector<float> x, xn;      // [max_rows, n_embd] residual stream, normed input
-  std::vector<float> q, k, v;    // [max_rows, q_dim], [max_rows, kv_dim] x2
-  std::vector<float> attn;       // [max_rows, q_dim]
-  std::vector<float> gate, up;   // [max_rows, n_ff]
-  std::vector<float> rope;       // [max_rows, n_rot/2, 2]
-  std::vector<float> out_hidden; // [max_rows, n_embd] normed rows whose logits are wanted
+  std::vector<float> x, xn;       // [max_rows, n_embd] residual stream, normed input
+  std::vector<float> q, k, v;     // [max_rows, q_dim], [max_rows, kv_dim] x2
+  std::vector<float> attn;        // [max_rows, q_dim]
+  std::vector<float> gate, up;    // [max_rows, n_ff]
+  std::vector<float> rope;        // [max_rows, n_rot/2, 2]
+  std::vector<float> out_hidden;  // [max_rows, n_embd] normed rows whose logits are wanted
 };
 
 }  // namespace
@@ -75,7 +75,8 @@ HParams read_decoder_hparams(const gguf::File& file, const std::string& arch) {
   auto key = [&](const char* suffix) { return fmt::format("{}.{}", arch, suffix); };
   auto positive = [&](const std::string& k, int64_t value) {
     if (value <= 0 || value > (int64_t{1} << 31)) {
-      throw FormatError(fmt::format("{}: metadata '{}' = {} must be positive", file.path(), k, value));
+      throw FormatError(
+          fmt::format("{}: metadata '{}' = {} must be positive", file.path(), k, value));
     }
     return value;
   };
@@ -206,10 +207,12 @@ void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace
       }
       if (options_.qk_norm) {
         for (int64_t head = 0; head < hp_.n_head; ++head) {
-          rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim, hp_.rms_eps);
+          rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim,
+                   hp_.rms_eps);
         }
         for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-          rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim, hp_.rms_eps);
+          rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim,
+                   hp_.rms_eps);
         }
       }
       const float* rope = &ws.rope[row * hp_.n_rot];

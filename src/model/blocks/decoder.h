@@ -22,12 +22,12 @@ struct DecoderOptions {
 };
 
 struct DecoderLayer {
-  std::vector<float> attn_norm;            // [n_embd]
-  tensor::Matrix wq, wk, wv, wo;           // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-  std::vector<float> bq, bk, bv;           // empty unless qkv_bias
-  std::vector<float> q_norm, k_norm;       // [head_dim], empty unless qk_norm
-  std::vector<float> ffn_norm;             // [n_embd]
-  tensor::Matrix w_gate, w_up, w_down;     // [n_ff, n_embd] x2, [n_embd, n_ff]
+  std::vector<float> attn_norm;         // [n_embd]
+  tensor::Matrix wq, wk, wv, wo;        // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
+  std::vector<float> bq, bk, bv;        // empty unless qkv_bias
+  std::vector<float> q_norm, k_norm;    // [head_dim], empty unless qk_norm
+  std::vector<float> ffn_norm;          // [n_embd]
+  tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
 class Decoder final : public Model {
