@@ -2,7 +2,9 @@
 // and exits non-zero.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -15,8 +17,14 @@ int main(int argc, char** argv) {
   augur::cli::add_run_command(app, exit_code);
   augur::cli::add_logits_command(app, exit_code);
   augur::cli::add_tokenize_command(app, exit_code);
+  // llama.cpp spells the draft model option "-md"; CLI11 short names are one character.
+  std::vector<char*> args(argv, argv + argc);
+  static char model_draft[] = "--model-draft";
+  for (auto& arg : args) {
+    if (std::strcmp(arg, "-md") == 0) arg = model_draft;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const augur::Unsupported& e) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/draft_options.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/prompt_input.h"
@@ -27,15 +28,30 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   bool json = false;
+  DraftOptions draft;
 };
 
 nlohmann::json stats_json(const engine::GenerateStats& s) {
-  return {{"n_prompt", s.n_prompt},
-          {"n_gen", s.n_gen},
-          {"prefill_s", s.prefill_s},
-          {"decode_s", s.decode_s},
-          {"prefill_tok_s", s.prefill_tok_s()},
-          {"decode_tok_s", s.decode_tok_s()}};
+  nlohmann::json out = {{"n_prompt", s.n_prompt},
+                        {"n_gen", s.n_gen},
+                        {"prefill_s", s.prefill_s},
+                        {"decode_s", s.decode_s},
+                        {"prefill_tok_s", s.prefill_tok_s()},
+                        {"decode_tok_s", s.decode_tok_s()}};
+  const auto& sp = s.spec;
+  if (!sp.drafter.empty()) {
+    out["draft"] = sp.drafter;
+    out["cycles"] = sp.cycles;
+    out["drafted"] = sp.drafted;
+    out["accepted"] = sp.accepted;
+    out["tau"] = sp.tau();
+    out["accept_hist"] = sp.accept_hist;
+    out["drafted_at"] = sp.drafted_at;
+    out["accepted_at"] = sp.accepted_at;
+    out["draft_s"] = sp.draft_s;
+    out["verify_s"] = sp.verify_s;
+  }
+  return out;
 }
 
 int run(const RunOptions& opt) {
@@ -52,10 +68,14 @@ int run(const RunOptions& opt) {
   sampling::SeededRng rng(config.seed);
 
   kernels::ThreadPool pool(opt.runtime.resolved_threads());
-  engine::Generator generator(*model, pool, opt.runtime.resolved_ctx(*model), opt.runtime.ubatch);
+  const int64_t n_ctx = opt.runtime.resolved_ctx(*model);
+  engine::Generator generator(*model, pool, n_ctx, opt.runtime.ubatch);
+  const DraftSetup draft = make_drafter(opt.draft, *model, pool, n_ctx, opt.runtime.ubatch);
   engine::GenerateOptions gen;
   gen.n_predict = opt.n_predict;
   gen.ignore_eos = opt.ignore_eos;
+  gen.drafter = draft.drafter.get();
+  gen.draft_max = draft.draft_max;
 
   install_interrupt_handler();
   tokenizer::StreamDecoder stream(*tok);
@@ -94,6 +114,15 @@ int run(const RunOptions& opt) {
                static_cast<long long>(s.n_gen), s.decode_s, s.decode_tok_s(),
                std::string(engine::stop_reason_name(result.stop)).c_str(),
                static_cast<unsigned long long>(config.seed), pool.size());
+  if (const auto& sp = s.spec; !sp.drafter.empty()) {
+    std::fprintf(stderr,
+                 "speculative: %s, k=%d | cycles %lld | drafted %lld, accepted %lld (%.1f%%) | "
+                 "tau %.2f | draft %.3f s, verify %.3f s\n",
+                 sp.drafter.c_str(), draft.draft_max, static_cast<long long>(sp.cycles),
+                 static_cast<long long>(sp.drafted), static_cast<long long>(sp.accepted),
+                 sp.drafted > 0 ? 100.0 * static_cast<double>(sp.accepted) / sp.drafted : 0.0,
+                 sp.tau(), sp.draft_s, sp.verify_s);
+  }
   return result.stop == engine::StopReason::Cancelled ? 130 : 0;
 }
 
@@ -125,6 +154,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "do not stop at end of generation: generate exactly n tokens");
   cmd->add_flag("--json", opt->json,
                 "print one JSON object (prompt_tokens, tokens, text, stats) instead of text");
+  opt->draft.add_options(*cmd);
   cmd->callback([opt, &exit_code] { exit_code = run(*opt); });
 }
 

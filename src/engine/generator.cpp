@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
@@ -9,8 +10,10 @@
 namespace augur::engine {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 }  // namespace
@@ -25,13 +28,208 @@ std::string_view stop_reason_name(StopReason reason) {
   return "unknown";
 }
 
+// One generate() call: the committed history, the result being built, and the two decode loops.
+class Generator::Run {
+ public:
+  Run(Generator& g, std::span<const int32_t> prompt, const sampling::Sampler& sampler,
+      sampling::Rng& rng, const GenerateOptions& options, const EogPredicate& is_eog,
+      const TokenCallback& on_token)
+      : g_(g),
+        prompt_(prompt),
+        sampler_(sampler),
+        rng_(rng),
+        opt_(options),
+        is_eog_(is_eog),
+        on_token_(on_token),
+        n_vocab_(static_cast<size_t>(g.model_.hparams().n_vocab)),
+        history_(prompt.begin(), prompt.end()) {}
+
+  GenerateResult run() {
+    result_.stats.n_prompt = static_cast<int64_t>(prompt_.size());
+    if (opt_.n_predict == 0) return std::move(result_);
+    prefill();
+    const auto start = Clock::now();
+    const int32_t first = sampler_.sample(row(g_.logits_, 0), history_, rng_);
+    if (emit(first)) {
+      if (opt_.drafter) {
+        speculative_loop();
+      } else {
+        ar_loop();
+      }
+    }
+    result_.stats.n_gen = static_cast<int64_t>(result_.tokens.size());
+    result_.stats.decode_s = seconds_since(start);
+    return std::move(result_);
+  }
+
+ private:
+  std::span<float> row(std::vector<float>& rows, size_t i) const {
+    return {rows.data() + i * n_vocab_, n_vocab_};
+  }
+
+  // Evaluates the prompt past the longest prefix the cache already holds (at least its last
+  // token, whose logits give the first token); tells the drafter the prompt.
+  void prefill() {
+    const auto start = Clock::now();
+    const auto n_prompt = static_cast<int64_t>(prompt_.size());
+    const auto common = static_cast<int64_t>(
+        std::mismatch(g_.cached_.begin(), g_.cached_.end(), prompt_.begin(), prompt_.end()).first -
+        g_.cached_.begin());
+    const int64_t keep = std::min(common, n_prompt - 1);
+    g_.cache_.truncate(keep);
+    g_.cached_.resize(static_cast<size_t>(keep));
+    const auto rest = prompt_.subspan(static_cast<size_t>(keep));
+    g_.eval_.forward_last(rest, g_.cache_.memory(), g_.logits_.data());
+    g_.cache_.commit(static_cast<int64_t>(rest.size()));
+    g_.cached_.insert(g_.cached_.end(), rest.begin(), rest.end());
+    if (opt_.drafter) opt_.drafter->begin(prompt_);
+    result_.stats.n_prompt_evaluated = static_cast<int64_t>(rest.size());
+    result_.stats.prefill_s = seconds_since(start);
+  }
+
+  // Hands one committed token to the caller; false once generation must stop.
+  bool emit(int32_t token) {
+    if (!opt_.ignore_eos && is_eog_ && is_eog_(token)) return stop(StopReason::EndOfGeneration);
+    result_.tokens.push_back(token);
+    history_.push_back(token);
+    if (on_token_ && !on_token_(token)) return stop(StopReason::Cancelled);
+    if (opt_.n_predict >= 0 && static_cast<int64_t>(result_.tokens.size()) >= opt_.n_predict) {
+      return stop(StopReason::Length);
+    }
+    return true;
+  }
+  bool stop(StopReason reason) {
+    result_.stop = reason;
+    return false;
+  }
+  // The cache holds every committed token but the last (the carry); it needs a row for it.
+  bool context_full() { return g_.cache_.size() >= g_.cache_.capacity(); }
+
+  void ar_loop() {
+    for (;;) {
+      if (context_full()) {
+        stop(StopReason::ContextFull);
+        return;
+      }
+      const int32_t carry = history_.back();
+      g_.eval_.forward_last(std::span<const int32_t>(&carry, 1), g_.cache_.memory(),
+                            g_.logits_.data());
+      g_.cache_.commit(1);
+      g_.cached_.push_back(carry);
+      if (!emit(sampler_.sample(row(g_.logits_, 0), history_, rng_))) return;
+    }
+  }
+
+  void speculative_loop() {
+    spec::DraftSource& drafter = *opt_.drafter;
+    spec::Acceptor& acceptor = opt_.acceptor ? *opt_.acceptor : g_.acceptor_;
+    SpecStats& st = result_.stats.spec;
+    st.drafter = drafter.name();
+    st.accept_hist.assign(static_cast<size_t>(opt_.draft_max) + 1, 0);
+    st.drafted_at.assign(static_cast<size_t>(opt_.draft_max), 0);
+    st.accepted_at.assign(static_cast<size_t>(opt_.draft_max), 0);
+    spec::Draft& draft = g_.draft_;
+    for (;;) {
+      if (context_full()) {
+        stop(StopReason::ContextFull);
+        return;
+      }
+      // Never draft past the context or past the tokens still wanted: a cycle commits up to
+      // k + 1 tokens and its verify appends k + 1 rows.
+      int64_t k = std::min<int64_t>(opt_.draft_max, g_.cache_.capacity() - g_.cache_.size() - 1);
+      if (opt_.n_predict >= 0) {
+        k = std::min<int64_t>(k, opt_.n_predict - static_cast<int64_t>(result_.tokens.size()) - 1);
+      }
+      k = std::max<int64_t>(k, 0);
+
+      auto start = Clock::now();
+      drafter.propose({history_, static_cast<int>(k), &sampler_, &rng_}, draft);
+      st.draft_s += seconds_since(start);
+      const auto kd = static_cast<int64_t>(draft.tokens.size());
+      AUGUR_CHECK(kd <= k, "a drafter proposes at most k_max tokens");
+      AUGUR_CHECK(draft.q.empty() || draft.q.size() >= static_cast<size_t>(kd) * n_vocab_,
+                  "a drafter's q has a row per draft token");
+
+      start = Clock::now();
+      const int32_t carry = history_.back();
+      g_.verify_in_.assign(1, carry);
+      g_.verify_in_.insert(g_.verify_in_.end(), draft.tokens.begin(), draft.tokens.end());
+      g_.positions_.resize(g_.verify_in_.size());
+      g_.out_rows_.resize(g_.verify_in_.size());
+      for (size_t i = 0; i < g_.verify_in_.size(); ++i) {
+        g_.positions_[i] = static_cast<int32_t>(g_.cache_.size() + static_cast<int64_t>(i));
+        g_.out_rows_[i] = static_cast<int32_t>(i);
+      }
+      g_.eval_.forward(g_.verify_in_, g_.positions_, g_.out_rows_, g_.cache_.memory(),
+                       g_.logits_.data());
+      st.verify_s += seconds_since(start);
+
+      // p_i: the distribution AR would sample position i from, over its AR history.
+      const size_t base = history_.size();
+      history_.insert(history_.end(), draft.tokens.begin(), draft.tokens.end());
+      for (int64_t i = 0; i <= kd; ++i) {
+        sampler_.distribution(row(g_.logits_, static_cast<size_t>(i)),
+                              std::span<const int32_t>(history_.data(), base + i),
+                              row(g_.probs_, static_cast<size_t>(i)));
+      }
+      history_.resize(base);
+      const std::span<const float> p(g_.probs_.data(), static_cast<size_t>(kd + 1) * n_vocab_);
+      const std::span<const float> q =
+          draft.q.empty()
+              ? std::span<const float>()
+              : std::span<const float>(draft.q.data(), static_cast<size_t>(kd) * n_vocab_);
+      const spec::AcceptanceResult verdict = sampler_.greedy()
+                                                 ? acceptor.greedy(draft.tokens, p)
+                                                 : acceptor.sampled(draft.tokens, q, p, rng_);
+      const int n = verdict.n_accepted;
+
+      g_.cache_.commit(n + 1);
+      g_.cached_.push_back(carry);
+      g_.cached_.insert(g_.cached_.end(), draft.tokens.begin(), draft.tokens.begin() + n);
+      start = Clock::now();
+      drafter.observe(n);
+      st.draft_s += seconds_since(start);
+
+      ++st.cycles;
+      st.drafted += kd;
+      st.accepted += n;
+      ++st.accept_hist[static_cast<size_t>(n)];
+      for (int64_t i = 0; i < kd; ++i) ++st.drafted_at[static_cast<size_t>(i)];
+      for (int i = 0; i < n; ++i) ++st.accepted_at[static_cast<size_t>(i)];
+
+      bool go_on = true;
+      for (int i = 0; i < n && go_on; ++i) go_on = emit(draft.tokens[static_cast<size_t>(i)]);
+      if (go_on) go_on = emit(verdict.next_token);
+      if (opt_.on_cycle) opt_.on_cycle({history_, static_cast<int>(kd), n});
+      if (!go_on) return;
+    }
+  }
+
+  Generator& g_;
+  std::span<const int32_t> prompt_;
+  const sampling::Sampler& sampler_;
+  sampling::Rng& rng_;
+  const GenerateOptions& opt_;
+  const EogPredicate& is_eog_;
+  const TokenCallback& on_token_;
+  size_t n_vocab_;
+  std::vector<int32_t> history_;  // prompt + committed tokens
+  GenerateResult result_;
+};
+
 Generator::Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
                      int64_t ubatch)
     : model_(model),
       cache_(model.hparams(), n_ctx),
       eval_(model, pool, ubatch, n_ctx),
-      logits_(static_cast<size_t>(model.hparams().n_vocab)),
-      probs_(static_cast<size_t>(model.hparams().n_vocab)) {}
+      acceptor_(static_cast<int>(model.hparams().n_vocab)),
+      logits_(static_cast<size_t>(kMaxDraft + 1) * static_cast<size_t>(model.hparams().n_vocab)),
+      probs_(logits_.size()) {}
+
+void Generator::reset() {
+  cache_.clear();
+  cached_.clear();
+}
 
 GenerateResult Generator::generate(std::span<const int32_t> prompt,
                                    const sampling::Sampler& sampler, sampling::Rng& rng,
@@ -39,7 +237,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
                                    const TokenCallback& on_token) {
   const int64_t n_ctx = cache_.capacity();
   if (prompt.empty()) throw InvalidArgument("the prompt is empty: nothing to condition on");
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt > n_ctx) {
     throw InvalidArgument(fmt::format(
         "prompt of {} tokens does not fit the context of {} (raise -c)", n_prompt, n_ctx));
@@ -50,45 +248,20 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
         "prompt ({} tokens) + {} generated tokens do not fit the context of {} (raise -c)",
         n_prompt, options.n_predict, n_ctx));
   }
-  cache_.clear();
-  GenerateResult result;
-  result.stats.n_prompt = n_prompt;
-  if (options.n_predict == 0) return result;
-
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
-  auto start = std::chrono::steady_clock::now();
-  eval_.forward_last(prompt, cache_.memory(), logits_.data());
-  cache_.commit(n_prompt);
-  result.stats.prefill_s = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
-  for (;;) {
-    const int32_t token = sampler.sample(logits_, history, rng, probs_);
-    if (!options.ignore_eos && is_eog && is_eog(token)) {
-      result.stop = StopReason::EndOfGeneration;
-      break;
-    }
-    result.tokens.push_back(token);
-    history.push_back(token);
-    if (on_token && !on_token(token)) {
-      result.stop = StopReason::Cancelled;
-      break;
-    }
-    if (options.n_predict >= 0 && static_cast<int64_t>(result.tokens.size()) >= options.n_predict) {
-      result.stop = StopReason::Length;
-      break;
-    }
-    if (cache_.size() >= n_ctx) {
-      result.stop = StopReason::ContextFull;
-      break;
-    }
-    const int32_t fed = token;
-    eval_.forward_last(std::span<const int32_t>(&fed, 1), cache_.memory(), logits_.data());
-    cache_.commit(1);
+  if (options.drafter && (options.draft_max < 1 || options.draft_max > kMaxDraft)) {
+    throw InvalidArgument(
+        fmt::format("draft length {} is out of range: use 1..{}", options.draft_max, kMaxDraft));
   }
-  result.stats.n_gen = static_cast<int64_t>(result.tokens.size());
-  result.stats.decode_s = seconds_since(start);
-  return result;
+  if (sampler.n_vocab() != model_.hparams().n_vocab) {
+    throw InvalidArgument(fmt::format("sampler is for {} tokens, the model has {}",
+                                      sampler.n_vocab(), model_.hparams().n_vocab));
+  }
+  try {
+    return Run(*this, prompt, sampler, rng, options, is_eog, on_token).run();
+  } catch (...) {
+    reset();  // a failed forward may leave pending rows: start clean next time
+    throw;
+  }
 }
 
 }  // namespace augur::engine

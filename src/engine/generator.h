@@ -1,6 +1,18 @@
-// The autoregressive generation loop: prefill the prompt in ubatches, then sample and decode
-// one token at a time until n tokens, an end-of-generation token, the context limit, or the
-// caller says stop. Times prefill and decode separately (decode-only speed is the headline).
+// The generation loop: prefill the prompt in ubatches, then either decode one token per target
+// forward (AR), or run speculative cycles (design/ARCHITECTURE.md): a DraftSource proposes
+// d1..dk, ONE target forward over [carry, d1..dk] gives p0..pk, the Acceptor keeps n drafts and
+// appends one token, and the target cache commits exactly the rows of the committed tokens.
+// Stops at n tokens, an end-of-generation token, a full context, or when the caller says stop.
+// Prefill and decode are timed separately (decode-only speed is the headline).
+//
+// Exactness: the first token comes from the prefill's logits exactly as in AR; every later row p_i
+// is Sampler::distribution over the history that position has in AR (context plus the draft
+// prefix, so repetition penalties follow the draft), and a row's logits do not depend on the
+// batch shape (kernels are batch-invariant). So greedy speculative output equals AR token for
+// token, and sampled output has AR's law.
+//
+// Prefix reuse: the cache is kept between calls; a prompt that extends what the cache holds only
+// evaluates its new tokens (reset() forgets everything, e.g. before a timed benchmark run).
 #pragma once
 
 #include <cstdint>
@@ -13,25 +25,58 @@
 #include "model/evaluator.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
+#include "spec/acceptance.h"
+#include "spec/draft_source.h"
 
 namespace augur::engine {
+
+// Drafts per cycle: 1 .. kMaxDraft.
+inline constexpr int kMaxDraft = 32;
+
+struct CycleInfo {
+  std::span<const int32_t> committed;  // prompt + every committed token so far
+  int drafted = 0;
+  int accepted = 0;
+};
 
 struct GenerateOptions {
   int n_predict = 128;      // tokens to generate; < 0 means until EOG or the context is full
   bool ignore_eos = false;  // keep going through end-of-generation tokens
+  spec::DraftSource* drafter = nullptr;  // null: autoregressive decoding
+  int draft_max = 8;                     // k: drafts per cycle, 1..kMaxDraft
+  // Tests only: an acceptor with a planted defect instead of the generator's own.
+  spec::Acceptor* acceptor = nullptr;
+  // Called after each speculative cycle has committed (caches hold only committed rows).
+  std::function<void(const CycleInfo&)> on_cycle;
 };
 
 enum class StopReason { Length, EndOfGeneration, ContextFull, Cancelled };
 std::string_view stop_reason_name(StopReason reason);
 
+struct SpecStats {
+  std::string drafter;               // DraftSource::name(), empty for AR
+  int64_t cycles = 0;                // target verify forwards (each commits accepted + 1 tokens)
+  int64_t drafted = 0;               // draft tokens proposed
+  int64_t accepted = 0;              // draft tokens kept
+  std::vector<int64_t> accept_hist;  // [k + 1]: cycles that kept exactly j drafts
+  std::vector<int64_t> drafted_at;   // [k]: cycles whose draft reached position i + 1
+  std::vector<int64_t> accepted_at;  // [k]: cycles that kept draft position i + 1
+  double draft_s = 0;                // in DraftSource::propose / observe
+  double verify_s = 0;               // in target forwards of the cycles
+  // Committed tokens per target forward (cut-short final cycles count in full).
+  double tau() const { return cycles > 0 ? static_cast<double>(accepted + cycles) / cycles : 0; }
+};
+
 struct GenerateStats {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
-  double prefill_s = 0;  // prompt forward, up to the first logits
-  double decode_s = 0;   // sampling + forwards of generated tokens after the first
-  double prefill_tok_s() const { return prefill_s > 0 ? n_prompt / prefill_s : 0; }
-  // Tokens produced by decode forwards (the first comes from the prefill's logits).
+  int64_t n_prompt_evaluated = 0;  // prompt tokens actually run (the rest came from the cache)
+  double prefill_s = 0;            // prompt forward(s), up to the first logits
+  double decode_s = 0;             // everything after, until the last token
+  double prefill_tok_s() const { return prefill_s > 0 ? n_prompt_evaluated / prefill_s : 0; }
+  // Tokens produced after the first (which comes from the prefill's logits) per decode second.
   double decode_tok_s() const { return decode_s > 0 && n_gen > 1 ? (n_gen - 1) / decode_s : 0; }
+  SpecStats spec;
 };
 
 struct GenerateResult {
@@ -49,20 +94,35 @@ class Generator {
  public:
   Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch);
 
-  // Starts from an empty cache each call. InvalidArgument for an empty prompt or one that does
-  // not fit the context (with n_predict, when n_predict >= 0).
+  // InvalidArgument for an empty prompt, one that does not fit the context (with n_predict,
+  // when n_predict >= 0), or a draft_max out of range.
   GenerateResult generate(std::span<const int32_t> prompt, const sampling::Sampler& sampler,
                           sampling::Rng& rng, const GenerateOptions& options,
                           const EogPredicate& is_eog, const TokenCallback& on_token = {});
 
+  // Forgets the cached prefix: the next prompt is evaluated in full.
+  void reset();
+
   int64_t n_ctx() const { return cache_.capacity(); }
+  // For tests: the target cache and the tokens whose rows it holds.
+  const cache::KvCache& cache() const { return cache_; }
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
 
  private:
+  class Run;
+  friend class Run;
+
   const model::Model& model_;
   cache::KvCache cache_;
   model::Evaluator eval_;
-  std::vector<float> logits_;  // [n_vocab]
-  std::vector<float> probs_;   // [n_vocab]
+  spec::Acceptor acceptor_;
+  std::vector<int32_t> cached_;     // tokens whose rows are committed in cache_
+  std::vector<float> logits_;       // [(kMaxDraft + 1), n_vocab]
+  std::vector<float> probs_;        // [(kMaxDraft + 1), n_vocab]
+  std::vector<int32_t> verify_in_;  // [carry, d1..dk]
+  std::vector<int32_t> positions_;
+  std::vector<int32_t> out_rows_;
+  spec::Draft draft_;
 };
 
 }  // namespace augur::engine

@@ -144,7 +144,9 @@ AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<con
     }
     // All zero means p = q up to rounding: a branch of probability 0 (see the header), so the
     // fallback cannot change the law; drawing from p keeps the token the target's.
-    if (!(residual_total > 0.0)) std::copy(p_row.begin(), p_row.end(), weights_.begin());
+    if (!(residual_total > 0.0) || defect_ == AcceptanceDefect::ResidualIsP) {
+      std::copy(p_row.begin(), p_row.end(), weights_.begin());
+    }
     return {rejected_count(pos, k), decisions.draw(weights_)};
   }
 

@@ -94,6 +94,8 @@ enum class AcceptanceDefect {
   BonusFromQ,             // after k accepts, bonus drawn from q_k (one-hot: d_k) instead of p_k
   AcceptedCountOffByOne,  // after a rejection at draft i, reports i accepted (the rejected draft
                           // is committed too); both lanes
+  ResidualIsP,            // after a rejection, draws from p instead of the residual (the
+                          // "resample the target" shortcut: biased towards the rejected draft)
 };
 
 class Acceptor {

@@ -51,8 +51,8 @@ TEST_P(BatchInvariance, LogitsAndCacheRowsAreBitwiseIndependentOfBatchShape) {
       for (int64_t row = 0; row < static_cast<int64_t>(tokens.size()); ++row) {
         const auto k = batch.cache.key_row(layer, head, row);
         const auto v = batch.cache.value_row(layer, head, row);
-        ASSERT_EQ(0, std::memcmp(k.data(), single.cache.key_row(layer, head, row).data(),
-                                 k.size_bytes()))
+        ASSERT_EQ(
+            0, std::memcmp(k.data(), single.cache.key_row(layer, head, row).data(), k.size_bytes()))
             << "key layer " << layer << " head " << head << " row " << row;
         ASSERT_EQ(0, std::memcmp(v.data(), single.cache.value_row(layer, head, row).data(),
                                  v.size_bytes()))

@@ -512,6 +512,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "SoftQWithTopKAndTopP"},
         DefectCase{"AcceptedCountOffByOne", AcceptanceDefect::AcceptedCountOffByOne, false,
                    "OneHotQ"},
+        DefectCase{"ResidualIsP", AcceptanceDefect::ResidualIsP, false, "SoftQWithTopKAndTopP"},
+        DefectCase{"ResidualIsP", AcceptanceDefect::ResidualIsP, false, "OneHotQ"},
         DefectCase{"QBeforeTopK", AcceptanceDefect::None, true, "SoftQWithTopKAndTopP"},
         DefectCase{"QBeforeTopK", AcceptanceDefect::None, true, "AllTransformsAndPenalty"}),
     [](const auto& info) { return info.param.name + "On" + info.param.scenario; });

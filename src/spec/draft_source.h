@@ -1,0 +1,51 @@
+// What every drafter implements (design/ARCHITECTURE.md, "Draft sources"): propose up to k
+// tokens that continue the committed context, each with the distribution q it was drawn from
+// (or none: a deterministic drafter, q = one-hot on the token), then learn how many the target
+// kept. The engine verifies the proposal in one target forward and commits; a drafter with a
+// cache must hold only committed tokens after observe().
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+
+namespace augur::spec {
+
+struct DraftRequest {
+  std::span<const int32_t> context;  // committed tokens, prompt first; never empty
+  int k_max = 0;                     // propose at most this many (>= 0)
+  // The session's sampler and RNG. A drafter that samples draws with this sampler's config so
+  // that p and q come from the same transforms; a deterministic one ignores both.
+  const sampling::Sampler* sampler = nullptr;
+  sampling::Rng* rng = nullptr;
+};
+
+struct Draft {
+  std::vector<int32_t> tokens;  // d1..dk, k <= k_max
+  std::vector<float> q;         // [k, n_vocab], q_i the row d_i was drawn from; empty = one-hot
+  void clear() {
+    tokens.clear();
+    q.clear();
+  }
+};
+
+class DraftSource {
+ public:
+  virtual ~DraftSource() = default;
+  // Short, stable name for stats and reports ("model", "ngram", "layerskip").
+  virtual std::string name() const = 0;
+  // Called once per generation, inside the prefill timing, with the prompt; a drafter with a
+  // model evaluates it here (reusing any prefix it already holds).
+  virtual void begin(std::span<const int32_t> prompt) = 0;
+  // Writes a proposal into `out` (cleared first). May propose nothing.
+  virtual void propose(const DraftRequest& request, Draft& out) = 0;
+  // The target kept the first n_accepted tokens of the last proposal (then appended one token of
+  // its own, which the next request's context shows).
+  virtual void observe(int n_accepted) = 0;
+};
+
+}  // namespace augur::spec

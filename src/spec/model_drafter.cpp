@@ -1,0 +1,99 @@
+#include "spec/model_drafter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace augur::spec {
+namespace {
+
+int checked_layers(const model::Model& model, int n_layers) {
+  const auto n_layer = static_cast<int>(model.hparams().n_layer);
+  if (n_layers < 0) return -1;
+  if (n_layers < 1 || n_layers > n_layer) {
+    throw InvalidArgument(fmt::format(
+        "layer-skip draft depth {} is out of range: the model has {} layers (use 1..{})", n_layers,
+        n_layer, n_layer));
+  }
+  return n_layers;
+}
+
+}  // namespace
+
+ModelDrafter::ModelDrafter(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
+                           int64_t ubatch, int n_layers)
+    : model_(model),
+      n_layers_(checked_layers(model, n_layers)),
+      cache_(model.hparams(), n_ctx, n_layers_),
+      eval_(model, pool, ubatch, n_ctx),
+      logits_(static_cast<size_t>(model.hparams().n_vocab)) {}
+
+int64_t ModelDrafter::sync(std::span<const int32_t> context, int64_t max_keep) {
+  AUGUR_CHECK(cache_.pending() == 0, "a drafter syncs only between cycles");
+  const auto common = static_cast<int64_t>(
+      std::mismatch(cached_.begin(), cached_.end(), context.begin(), context.end()).first -
+      cached_.begin());
+  const int64_t keep = std::min(common, max_keep);
+  if (keep < static_cast<int64_t>(cached_.size())) {
+    cache_.truncate(keep);
+    cached_.resize(static_cast<size_t>(keep));
+  }
+  return keep;
+}
+
+void ModelDrafter::begin(std::span<const int32_t> prompt) {
+  fed_.clear();
+  n_catchup_ = 0;
+  if (cache_.pending() > 0) cache_.commit(0);  // a proposal the last session never observed
+  const int64_t keep = sync(prompt, static_cast<int64_t>(prompt.size()));
+  const auto rest = prompt.subspan(static_cast<size_t>(keep));
+  if (rest.empty()) return;
+  positions_.resize(rest.size());
+  for (size_t i = 0; i < rest.size(); ++i) positions_[i] = static_cast<int32_t>(keep + i);
+  eval_.forward(rest, positions_, {}, cache_.memory(), nullptr, n_layers_);
+  cache_.commit(static_cast<int64_t>(rest.size()));
+  cached_.insert(cached_.end(), rest.begin(), rest.end());
+}
+
+void ModelDrafter::propose(const DraftRequest& request, Draft& out) {
+  out.clear();
+  fed_.clear();
+  n_catchup_ = 0;
+  AUGUR_CHECK(!request.context.empty() && request.sampler && request.rng,
+              "a draft request has a context, a sampler and an RNG");
+  if (request.k_max <= 0) return;
+  const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  // The last context token must be evaluated here: its row gives q1.
+  const int64_t keep = sync(request.context, static_cast<int64_t>(request.context.size()) - 1);
+  const auto catchup = request.context.subspan(static_cast<size_t>(keep));
+  fed_.assign(catchup.begin(), catchup.end());
+  n_catchup_ = static_cast<int64_t>(catchup.size());
+  eval_.forward_last(catchup, cache_.memory(), logits_.data(), n_layers_);
+
+  history_.assign(request.context.begin(), request.context.end());
+  out.q.resize(static_cast<size_t>(request.k_max) * n_vocab);
+  for (int i = 0; i < request.k_max; ++i) {
+    const std::span<float> q(out.q.data() + static_cast<size_t>(i) * n_vocab, n_vocab);
+    const int32_t token = request.sampler->sample(logits_, history_, *request.rng, q);
+    out.tokens.push_back(token);
+    history_.push_back(token);
+    if (i + 1 == request.k_max) break;
+    eval_.forward_last(std::span<const int32_t>(&token, 1), cache_.memory(), logits_.data(),
+                       n_layers_);
+    fed_.push_back(token);
+  }
+}
+
+void ModelDrafter::observe(int n_accepted) {
+  const int64_t n_fed_drafts = static_cast<int64_t>(fed_.size()) - n_catchup_;
+  AUGUR_CHECK(n_accepted >= 0, "accepted count is non-negative");
+  const int64_t keep = n_catchup_ + std::min<int64_t>(n_accepted, n_fed_drafts);
+  cache_.commit(keep);
+  cached_.insert(cached_.end(), fed_.begin(), fed_.begin() + keep);
+  fed_.clear();
+  n_catchup_ = 0;
+}
+
+}  // namespace augur::spec
