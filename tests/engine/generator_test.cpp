@@ -45,8 +45,30 @@ TEST(Generator, GreedyReproducesReferenceTokens) {
   EXPECT_EQ(r.stats.n_gen, 48);
   EXPECT_GT(r.stats.prefill_s, 0);
   EXPECT_GT(r.stats.decode_s, 0);
-  // A second call starts from an empty cache and gives the same tokens.
-  EXPECT_EQ(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog).tokens, r.tokens);
+  // A second call reuses the cached prompt (only its last token is evaluated again) and gives
+  // the same tokens; so does a call after reset(), which evaluates the whole prompt.
+  const auto again = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
+  EXPECT_EQ(again.tokens, r.tokens);
+  EXPECT_EQ(again.stats.n_prompt_evaluated, 1);
+  gen.reset();
+  const auto fresh = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
+  EXPECT_EQ(fresh.tokens, r.tokens);
+  EXPECT_EQ(fresh.stats.n_prompt_evaluated, 33);
+}
+
+TEST(Generator, ReusesOnlyTheCommonPrefixOfADifferentPrompt) {
+  TinyLlama t;
+  Generator gen(*t.model, t.pool, 256, 512);
+  sampling::SeededRng rng(1);
+  GenerateOptions opt;
+  opt.n_predict = 8;
+  auto prompt = t.prompt(2);
+  gen.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog);
+  prompt[20] = prompt[20] == 5 ? 6 : 5;
+  const auto r = gen.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog);
+  EXPECT_EQ(r.stats.n_prompt_evaluated, 33 - 20);
+  Generator fresh(*t.model, t.pool, 256, 512);
+  EXPECT_EQ(fresh.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog).tokens, r.tokens);
 }
 
 TEST(Generator, StopsAtEndOfGenerationUnlessIgnored) {

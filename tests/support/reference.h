@@ -30,6 +30,17 @@ inline std::vector<float> read_f32(const std::filesystem::path& path) {
   return data;
 }
 
+// One JSON value per non-empty line.
+inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
 inline float max_abs_diff(const float* a, const float* b, size_t n) {
   float worst = 0.0f;
   for (size_t i = 0; i < n; ++i) {

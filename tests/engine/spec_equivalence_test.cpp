@@ -1,0 +1,110 @@
+// Token-stream equivalence: greedy speculative decoding gives exactly AR's greedy tokens, for
+// every fixture and for zoo-target with each drafter, k in {1, 2, 4, 8, 16}, over 256 generated
+// tokens, with a small ubatch so the prompt and the k+1-row verifies cross ubatch boundaries.
+// The drafter must really have run (drafted > 0), or the comparison would prove nothing.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/spec_setup.h"
+
+namespace augur::engine {
+namespace {
+
+using testing::kNeverEog;
+
+constexpr int kGenerated = 256;
+constexpr int kDraftLengths[] = {1, 2, 4, 8, 16};
+
+struct Case {
+  std::string name;
+  std::string target;  // path below shared/
+  std::vector<std::string> drafters;
+  int64_t ubatch = 8;
+  float repeat_penalty = 1.0f;
+};
+
+// A prompt longer than the ubatch: the fixtures' third prompt, or two zoo prompts joined.
+std::vector<int32_t> long_prompt(const Case& c, const model::Model& m) {
+  if (c.target.rfind("fixtures/", 0) == 0) {
+    auto ref = testing::read_json(testing::shared_dir() /
+                                  (c.target.substr(0, c.target.size() - 5) + ".ref.json"));
+    return ref["prompts"][2].get<std::vector<int32_t>>();
+  }
+  auto prompts = testing::zoo_prompts(m, 2);
+  std::vector<int32_t> joined = prompts[0];
+  joined.insert(joined.end(), prompts[1].begin() + 1, prompts[1].end());  // without its BOS
+  return joined;
+}
+
+class SpecEquivalence : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
+  const Case& c = GetParam();
+  auto target = model::load_model(testing::shared_dir() / c.target);
+  kernels::ThreadPool pool(2);
+  const auto prompt = long_prompt(c, *target);
+  ASSERT_GT(static_cast<int64_t>(prompt.size()), c.ubatch);
+  const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + kGenerated + 32;
+  const auto sampler = testing::make_sampler(*target, 0.0f, c.repeat_penalty);
+  GenerateOptions opt;
+  opt.n_predict = kGenerated;
+  opt.ignore_eos = true;
+
+  Generator ar_gen(*target, pool, n_ctx, c.ubatch);
+  sampling::SeededRng rng(1);
+  const auto ar = ar_gen.generate(prompt, sampler, rng, opt, kNeverEog).tokens;
+  ASSERT_EQ(static_cast<int>(ar.size()), kGenerated);
+
+  for (const auto& kind : c.drafters) {
+    // One generator and drafter for every k: later runs also exercise prefix reuse.
+    Generator gen(*target, pool, n_ctx, c.ubatch);
+    auto holder = testing::make_test_drafter(kind, *target, pool, n_ctx, c.ubatch);
+    for (int k : kDraftLengths) {
+      GenerateOptions spec_opt = opt;
+      spec_opt.drafter = holder.drafter.get();
+      spec_opt.draft_max = k;
+      const auto r = gen.generate(prompt, sampler, rng, spec_opt, kNeverEog);
+      const auto& st = r.stats.spec;
+      size_t first_diff = 0;
+      while (first_diff < ar.size() && first_diff < r.tokens.size() &&
+             ar[first_diff] == r.tokens[first_diff])
+        ++first_diff;
+      EXPECT_EQ(r.tokens, ar) << c.name << " " << kind << " k=" << k << ": first difference at "
+                              << first_diff;
+      EXPECT_GT(st.drafted, 0) << c.name << " " << kind << " k=" << k << ": the drafter never ran";
+      std::printf(
+          "[ spec     ] %-16s %-24s k=%-2d cycles %3lld drafted %4lld accepted %4lld tau %.2f\n",
+          c.name.c_str(), kind.substr(0, 24).c_str(), k, static_cast<long long>(st.cycles),
+          static_cast<long long>(st.drafted), static_cast<long long>(st.accepted), st.tau());
+    }
+  }
+}
+
+const std::string kZooDraft = (testing::models_dir() / "zoo-draft-f16.gguf").string();
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, SpecEquivalence,
+    ::testing::Values(
+        Case{"tiny_llama", "fixtures/tiny-llama.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_llama_BF16", "fixtures/tiny-llama-BF16.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_llama_Q8_0", "fixtures/tiny-llama-Q8_0.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_llama_Q4_0", "fixtures/tiny-llama-Q4_0.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_qwen2", "fixtures/tiny-qwen2.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_qwen3", "fixtures/tiny-qwen3.gguf", {"ngram", "layerskip:1"}},
+        Case{"zoo_target_f16",
+             "models/zoo-target-f16.gguf",
+             {"model:" + kZooDraft, "ngram", "layerskip:4"},
+             16},
+        Case{"zoo_target_q8_0", "models/zoo-target-q8_0.gguf", {"model:" + kZooDraft}, 16},
+        // History-dependent penalty: p and q rows follow the draft prefix.
+        Case{"zoo_q8_0_penalty",
+             "models/zoo-target-q8_0.gguf",
+             {"model:" + kZooDraft, "ngram"},
+             16,
+             1.3f}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace augur::engine

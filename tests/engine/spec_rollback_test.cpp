@@ -1,0 +1,159 @@
+// Rollback: after every speculative cycle, the target cache and the drafter's cache hold exactly
+// rows of committed tokens, bit for bit the rows a fresh AR evaluation of those tokens computes
+// (kernels are batch-invariant, tests/model/batch_invariance_test.cpp), and nothing else: no
+// pending rows, no row of a rejected draft. The checker itself is shown to catch a planted stale
+// row (a "trim" that did nothing).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "support/spec_setup.h"
+
+namespace augur::engine {
+namespace {
+
+using testing::kNeverEog;
+
+// K/V rows of `tokens` evaluated from scratch by `m` (first n_layers layers; -1 = all).
+cache::KvCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
+                          const std::vector<int32_t>& tokens, int64_t capacity, int n_layers) {
+  cache::KvCache cache(m.hparams(), capacity, n_layers);
+  model::Evaluator eval(m, pool, 64, capacity);
+  std::vector<int32_t> positions(tokens.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  eval.forward(tokens, positions, {}, cache.memory(), nullptr, n_layers);
+  cache.commit(static_cast<int64_t>(tokens.size()));
+  return cache;
+}
+
+// Empty when the first n rows of `got` equal those of `want` bitwise; else names the first
+// difference.
+std::string first_row_difference(const cache::KvCache& got, const cache::KvCache& want, int64_t n) {
+  for (int layer = 0; layer < got.n_layers(); ++layer) {
+    for (int head = 0; head < got.n_heads(); ++head) {
+      for (int64_t row = 0; row < n; ++row) {
+        const auto k = got.key_row(layer, head, row);
+        const auto v = got.value_row(layer, head, row);
+        if (std::memcmp(k.data(), want.key_row(layer, head, row).data(), k.size_bytes()) != 0 ||
+            std::memcmp(v.data(), want.value_row(layer, head, row).data(), v.size_bytes()) != 0) {
+          return "layer " + std::to_string(layer) + " head " + std::to_string(head) + " row " +
+                 std::to_string(row);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+struct Case {
+  std::string name;
+  std::string drafter;  // as testing::make_test_drafter
+  float temperature;
+};
+
+class SpecRollback : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
+  const Case& c = GetParam();
+  auto target = model::load_model(testing::models_dir() / "zoo-target-q8_0.gguf");
+  kernels::ThreadPool pool(2);
+  const auto prompt = testing::zoo_prompts(*target, 3)[2];
+  constexpr int64_t kCtx = 256;
+  const auto sampler = testing::make_sampler(*target, c.temperature);
+  GenerateOptions opt;
+  opt.n_predict = 96;
+  opt.ignore_eos = true;
+  opt.draft_max = 4;
+
+  // Run 1 finds the committed tokens; run 2 (same seed, fresh state) checks every cycle against
+  // fresh rows of them.
+  std::vector<int32_t> committed;
+  {
+    Generator gen(*target, pool, kCtx, 16);
+    auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16);
+    opt.drafter = h.drafter.get();
+    sampling::SeededRng rng(11);
+    const auto r = gen.generate(prompt, sampler, rng, opt, kNeverEog);
+    committed = prompt;
+    committed.insert(committed.end(), r.tokens.begin(), r.tokens.end());
+  }
+  const auto want_target = fresh_rows(*target, pool, committed, kCtx, -1);
+
+  Generator gen(*target, pool, kCtx, 16);
+  auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16);
+  std::unique_ptr<cache::KvCache> want_drafter;
+  if (h.model_drafter) {
+    const model::Model& dm = h.draft_model ? *h.draft_model : *target;
+    want_drafter =
+        std::make_unique<cache::KvCache>(fresh_rows(dm, pool, committed, kCtx, h.n_layers));
+  }
+  opt.drafter = h.drafter.get();
+  int cycles = 0, cycles_with_rejection = 0;
+  opt.on_cycle = [&](const CycleInfo& info) {
+    ++cycles;
+    if (info.accepted < info.drafted) ++cycles_with_rejection;
+    const std::vector<int32_t> now(info.committed.begin(), info.committed.end());
+    ASSERT_LE(now.size(), committed.size());
+    ASSERT_TRUE(std::equal(now.begin(), now.end(), committed.begin())) << "not deterministic";
+    // Target: every committed token but the last (the next verify's carry), nothing pending.
+    const auto& tc = gen.cache();
+    EXPECT_EQ(tc.pending(), 0);
+    EXPECT_EQ(tc.size(), static_cast<int64_t>(now.size()) - 1) << "cycle " << cycles;
+    EXPECT_TRUE(std::equal(gen.cached_tokens().begin(), gen.cached_tokens().end(), now.begin()));
+    EXPECT_EQ(first_row_difference(tc, want_target, tc.size()), "") << "target, cycle " << cycles;
+    if (h.model_drafter) {
+      // Drafter: a prefix of the committed tokens, lagging by at most the carry and one fully
+      // accepted draft (it never saw them), nothing pending.
+      const auto& dc = h.model_drafter->cache();
+      const auto& dt = h.model_drafter->cached_tokens();
+      EXPECT_EQ(dc.pending(), 0);
+      EXPECT_EQ(dc.size(), static_cast<int64_t>(dt.size()));
+      EXPECT_LE(dt.size(), now.size());
+      EXPECT_GE(dt.size() + 2, now.size()) << "drafter fell behind: it would re-evaluate";
+      EXPECT_TRUE(std::equal(dt.begin(), dt.end(), now.begin()))
+          << "drafter holds a non-committed token";
+      EXPECT_EQ(first_row_difference(dc, *want_drafter, dc.size()), "")
+          << "drafter, cycle " << cycles;
+    }
+  };
+  sampling::SeededRng rng(11);
+  gen.generate(prompt, sampler, rng, opt, kNeverEog);
+  EXPECT_GT(cycles, 5);
+  EXPECT_GT(cycles_with_rejection, 0) << "no rejection: rollback was never exercised";
+  std::printf("[ rollback ] %s: %d cycles, %d with a rejected draft\n", c.name.c_str(), cycles,
+              cycles_with_rejection);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Drafters, SpecRollback,
+    ::testing::Values(
+        Case{"DraftModelGreedy", "model:" + (testing::models_dir() / "zoo-draft-f16.gguf").string(),
+             0.0f},
+        Case{"DraftModelSampled",
+             "model:" + (testing::models_dir() / "zoo-draft-f16.gguf").string(), 0.8f},
+        Case{"LayerSkipSampled", "layerskip:3", 0.8f}, Case{"NgramGreedy", "ngram", 0.0f}),
+    [](const auto& info) { return info.param.name; });
+
+// The checker catches a cache that kept a rejected draft's row: evaluate a wrong token where a
+// committed one belongs, "roll back" by committing everything, then continue.
+TEST(SpecRollbackChecker, CatchesAStaleRowOfARejectedDraft) {
+  auto target = model::load_model(testing::models_dir() / "zoo-target-q8_0.gguf");
+  kernels::ThreadPool pool(2);
+  const auto tokens = testing::zoo_prompts(*target, 1)[0];
+  ASSERT_GE(tokens.size(), 4u);
+  const auto want = fresh_rows(*target, pool, tokens, 256, -1);
+
+  const std::vector<int32_t> head(tokens.begin(), tokens.end() - 2);
+  std::vector<int32_t> stale = head;
+  stale.push_back(tokens[tokens.size() - 2] == 5 ? 6 : 5);  // a rejected draft, never trimmed
+  stale.push_back(tokens.back());
+  const auto got = fresh_rows(*target, pool, stale, 256, -1);
+  EXPECT_EQ(first_row_difference(got, want, static_cast<int64_t>(head.size())), "");
+  EXPECT_NE(first_row_difference(got, want, static_cast<int64_t>(tokens.size())), "");
+}
+
+}  // namespace
+}  // namespace augur::engine

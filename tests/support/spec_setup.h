@@ -1,0 +1,71 @@
+// Building blocks for speculative-decoding tests: a target model with its pool, a drafter made
+// from a short description ("model:PATH", "ngram", "layerskip:L"), prompts from the shared files.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "kernels/thread_pool.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "spec/model_drafter.h"
+#include "spec/ngram_drafter.h"
+#include "support/reference.h"
+#include "test_paths.h"
+#include "tokenizer/tokenizer.h"
+
+namespace augur::testing {
+
+struct DrafterHolder {
+  std::unique_ptr<model::Model> draft_model;  // for "model:PATH"
+  std::unique_ptr<spec::DraftSource> drafter;
+  const spec::ModelDrafter* model_drafter = nullptr;  // when the drafter has a cache
+  int n_layers = -1;                                  // layer-skip depth
+};
+
+inline DrafterHolder make_test_drafter(const std::string& kind, const model::Model& target,
+                                       kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
+  DrafterHolder h;
+  if (kind == "ngram") {
+    h.drafter = std::make_unique<spec::NgramDrafter>(1, 4);
+  } else if (kind.rfind("layerskip:", 0) == 0) {
+    h.n_layers = std::stoi(kind.substr(10));
+    auto d = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, h.n_layers);
+    h.model_drafter = d.get();
+    h.drafter = std::move(d);
+  } else if (kind.rfind("model:", 0) == 0) {
+    h.draft_model = model::load_model(kind.substr(6));
+    auto d = std::make_unique<spec::ModelDrafter>(*h.draft_model, pool, n_ctx, ubatch);
+    h.model_drafter = d.get();
+    h.drafter = std::move(d);
+  } else {
+    throw std::invalid_argument("unknown test drafter " + kind);
+  }
+  return h;
+}
+
+inline sampling::Sampler make_sampler(const model::Model& m, float temperature,
+                                      float repeat_penalty = 1.0f, uint64_t seed = 7) {
+  sampling::SamplerConfig c;
+  c.temperature = temperature;
+  c.repeat_penalty = repeat_penalty;
+  c.seed = seed;
+  return sampling::Sampler(c, static_cast<int>(m.hparams().n_vocab));
+}
+
+// The first n prompts of prompts-code.jsonl, each encoded with the model's tokenizer (BOS added).
+inline std::vector<std::vector<int32_t>> zoo_prompts(const model::Model& m, size_t n) {
+  const auto tok = tokenizer::Tokenizer::from_gguf(m.file());
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& line : read_jsonl(models_dir() / "prompts-code.jsonl")) {
+    if (out.size() == n) break;
+    out.push_back(tok->encode(line["prompt"].get<std::string>(), true, false));
+  }
+  return out;
+}
+
+inline const engine::EogPredicate kNeverEog = [](int32_t) { return false; };
+
+}  // namespace augur::testing
