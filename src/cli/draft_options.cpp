@@ -52,12 +52,12 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
     throw InvalidArgument(
         fmt::format("-md/--model-draft is only used with --draft model, not --draft {}", kind));
   }
-  DraftSetup setup;
-  if (name == "none" && colon == std::string::npos) return setup;
   if (options.draft_max < 1 || options.draft_max > engine::kMaxDraft) {
     throw InvalidArgument(fmt::format("--draft-max {} is out of range: use 1..{}",
                                       options.draft_max, engine::kMaxDraft));
   }
+  DraftSetup setup;
+  if (name == "none" && colon == std::string::npos) return setup;
   setup.draft_max = options.draft_max;
   if (name == "model" && colon == std::string::npos) {
     if (options.draft_model.empty()) {
@@ -76,8 +76,14 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
     if (colon == std::string::npos) {
       throw InvalidArgument("--draft layerskip needs a depth: layerskip:L with L layers");
     }
-    setup.drafter = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch,
-                                                         parse_suffix(kind, colon));
+    const int depth = parse_suffix(kind, colon);
+    const auto n_layer = static_cast<int>(target.hparams().n_layer);
+    if (depth < 1 || depth > n_layer) {
+      throw InvalidArgument(
+          fmt::format("--draft {}: depth {} is out of range: the target has {} layers (use 1..{})",
+                      kind, depth, n_layer, n_layer));
+    }
+    setup.drafter = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth);
   } else {
     throw InvalidArgument(fmt::format(
         "--draft {} is not a drafter: use none, model, ngram[:N] or layerskip:L", kind));

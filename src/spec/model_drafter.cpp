@@ -11,7 +11,7 @@ namespace {
 
 int checked_layers(const model::Model& model, int n_layers) {
   const auto n_layer = static_cast<int>(model.hparams().n_layer);
-  if (n_layers < 0) return -1;
+  if (n_layers == -1) return -1;
   if (n_layers < 1 || n_layers > n_layer) {
     throw InvalidArgument(fmt::format(
         "layer-skip draft depth {} is out of range: the model has {} layers (use 1..{})", n_layers,

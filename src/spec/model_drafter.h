@@ -22,7 +22,7 @@ namespace augur::spec {
 
 class ModelDrafter final : public DraftSource {
  public:
-  // n_layers < 0: every layer of `model`; otherwise its first n_layers (1 <= n_layers <=
+  // n_layers = -1: every layer of `model`; otherwise its first n_layers (1 <= n_layers <=
   // n_layer, InvalidArgument otherwise). n_ctx: the longest context (committed + draft) it sees.
   ModelDrafter(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
                int n_layers = -1);
