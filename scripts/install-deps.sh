@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages augur builds and tests with; a no-op when all are present.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev
-          libcpp-httplib-dev libicu-dev libgtest-dev libgmock-dev clang-format)
+          libcpp-httplib-dev libicu-dev libssl-dev libgtest-dev libgmock-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -8,5 +8,6 @@ namespace augur::cli {
 void add_run_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
 void add_tokenize_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 
 }  // namespace augur::cli

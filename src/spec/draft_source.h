@@ -41,6 +41,8 @@ class DraftSource {
   // Called once per generation, inside the prefill timing, with the prompt; a drafter with a
   // model evaluates it here (reusing any prefix it already holds).
   virtual void begin(std::span<const int32_t> prompt) = 0;
+  // Forgets any cached state, so the next begin() starts from nothing (timed benchmark runs).
+  virtual void reset() {}
   // Writes a proposal into `out` (cleared first). May propose nothing.
   virtual void propose(const DraftRequest& request, Draft& out) = 0;
   // The target kept the first n_accepted tokens of the last proposal (then appended one token of

@@ -43,6 +43,13 @@ int64_t ModelDrafter::sync(std::span<const int32_t> context, int64_t max_keep) {
   return keep;
 }
 
+void ModelDrafter::reset() {
+  cache_.clear();
+  cached_.clear();
+  fed_.clear();
+  n_catchup_ = 0;
+}
+
 void ModelDrafter::begin(std::span<const int32_t> prompt) {
   fed_.clear();
   n_catchup_ = 0;

@@ -29,6 +29,7 @@ class ModelDrafter final : public DraftSource {
 
   std::string name() const override { return n_layers_ < 0 ? "model" : "layerskip"; }
   void begin(std::span<const int32_t> prompt) override;
+  void reset() override;
   void propose(const DraftRequest& request, Draft& out) override;
   void observe(int n_accepted) override;
 

@@ -1,0 +1,88 @@
+#include "bench/arms.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "common/error.h"
+#include "engine/generator.h"
+
+namespace augur::bench {
+namespace {
+
+std::vector<std::string> split(std::string_view text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = text.find(sep, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+[[noreturn]] void bad_arm(std::string_view text, std::string_view why) {
+  throw InvalidArgument(fmt::format(
+      "arm '{}': {} (use ar, spec:model:K, spec:ngram:K[:N] or spec:layerskip:L:K)", text, why));
+}
+
+int number(std::string_view arm, const std::string& part, int lo, int hi, std::string_view what) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+  if (part.empty() || ec != std::errc() || end != part.data() + part.size()) {
+    bad_arm(arm, fmt::format("{} '{}' is not a whole number", what, part));
+  }
+  if (value < lo || value > hi)
+    bad_arm(arm, fmt::format("{} {} is not in {}..{}", what, value, lo, hi));
+  return value;
+}
+
+}  // namespace
+
+std::string ArmSpec::config_key() const {
+  if (!spec) return "ar";
+  if (drafter == "model") return fmt::format("spec/model/k{}", draft_max);
+  if (drafter == "ngram") return fmt::format("spec/ngram{}/k{}", ngram_max, draft_max);
+  return fmt::format("spec/layerskip{}/k{}", layers, draft_max);
+}
+
+ArmSpec parse_arm(std::string_view text) {
+  const auto parts = split(text, ':');
+  ArmSpec arm;
+  arm.name = std::string(text);
+  if (parts.size() == 1 && parts[0] == "ar") return arm;
+  if (parts[0] != "spec" || parts.size() < 3) bad_arm(text, "unknown form");
+  arm.spec = true;
+  arm.drafter = parts[1];
+  const int k_max = engine::kMaxDraft;
+  if (arm.drafter == "model" && parts.size() == 3) {
+    arm.draft_max = number(text, parts[2], 1, k_max, "K");
+  } else if (arm.drafter == "ngram" && (parts.size() == 3 || parts.size() == 4)) {
+    arm.draft_max = number(text, parts[2], 1, k_max, "K");
+    if (parts.size() == 4) arm.ngram_max = number(text, parts[3], 1, 64, "N");
+  } else if (arm.drafter == "layerskip" && parts.size() == 4) {
+    arm.layers = number(text, parts[2], 1, 1 << 16, "L");
+    arm.draft_max = number(text, parts[3], 1, k_max, "K");
+  } else {
+    bad_arm(text, "unknown drafter or wrong number of fields");
+  }
+  return arm;
+}
+
+std::vector<ArmSpec> parse_arms(std::string_view list) {
+  std::vector<ArmSpec> arms;
+  for (const auto& item : split(list, ',')) {
+    if (item.empty()) continue;
+    arms.push_back(parse_arm(item));
+    for (size_t i = 0; i + 1 < arms.size(); ++i) {
+      if (arms[i].config_key() == arms.back().config_key()) {
+        throw InvalidArgument(fmt::format("arms '{}' and '{}' are the same configuration",
+                                          arms[i].name, arms.back().name));
+      }
+    }
+  }
+  if (arms.empty()) throw InvalidArgument("no arms given (e.g. --arms ar,spec:ngram:4)");
+  return arms;
+}
+
+}  // namespace augur::bench

@@ -1,0 +1,371 @@
+#include "bench/bench_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "bench/build_info.h"
+#include "bench/model_info.h"
+#include "bench/statistics.h"
+#include "common/error.h"
+#include "engine/generator.h"
+#include "kernels/thread_pool.h"
+#include "model/model.h"
+#include "spec/model_drafter.h"
+#include "spec/ngram_drafter.h"
+#include "spec/vocab_match.h"
+#include "tokenizer/tokenizer.h"
+
+namespace augur::bench {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMinRepeatsForClaim = 5;
+constexpr double kMinDecodeTokensForClaim = 32;
+constexpr double kMaxPrefillSpread = 3.0;
+
+struct Prompt {
+  std::string id;
+  std::vector<int32_t> tokens;
+};
+
+std::vector<Prompt> read_prompts(const BenchRunConfig& config, const tokenizer::Tokenizer& tok) {
+  std::ifstream in(config.prompts_path);
+  if (!in) throw InvalidArgument(fmt::format("cannot open prompts file {}", config.prompts_path));
+  std::vector<Prompt> prompts;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception& e) {
+      throw InvalidArgument(
+          fmt::format("{}:{}: not a JSON object: {}", config.prompts_path, line_no, e.what()));
+    }
+    if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string()) {
+      throw InvalidArgument(
+          fmt::format("{}:{}: needs a string field \"prompt\"", config.prompts_path, line_no));
+    }
+    Prompt p;
+    p.id = j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump())
+                            : fmt::format("p{}", prompts.size());
+    p.tokens = tok.encode(j["prompt"].get<std::string>(), true, false);
+    if (p.tokens.empty()) {
+      throw InvalidArgument(
+          fmt::format("{}:{}: the prompt encodes to no tokens", config.prompts_path, line_no));
+    }
+    prompts.push_back(std::move(p));
+    if (config.max_prompts > 0 && prompts.size() == config.max_prompts) break;
+  }
+  if (prompts.empty()) throw InvalidArgument(fmt::format("no prompts in {}", config.prompts_path));
+  return prompts;
+}
+
+json sampler_json(const sampling::SamplerConfig& s) {
+  return {{"temperature", s.temperature},
+          {"top_k", s.top_k},
+          {"top_p", s.top_p},
+          {"min_p", s.min_p},
+          {"repeat_penalty", s.repeat_penalty},
+          {"repeat_last_n", s.repeat_last_n}};
+}
+
+json arm_json(const ArmSpec& arm) {
+  json j = {{"name", arm.name},
+            {"kind", arm.spec ? "spec" : "ar"},
+            {"role", arm.spec ? "subject" : "baseline"},
+            {"config_key", arm.config_key()}};
+  if (arm.spec) {
+    j["drafter"] = arm.drafter;
+    j["draft_max"] = arm.draft_max;
+    if (arm.drafter == "layerskip") j["layers"] = arm.layers;
+    if (arm.drafter == "ngram") j["ngram_max"] = arm.ngram_max;
+  }
+  return j;
+}
+
+// The first index where two token lists differ, or -1.
+int64_t first_mismatch(const json& a, const json& b) {
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (i >= a.size() || i >= b.size() || a[i] != b[i]) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+json summarize(const json& report) {
+  struct ArmAgg {
+    std::vector<double> decode_tok_s, prefill_tok_s, n_gen;
+    std::map<std::string, std::vector<double>> prefill_by_prompt;
+    std::map<std::string, int> repeats_by_prompt;
+    int64_t cycles = 0, drafted = 0, accepted = 0, peak_rss = 0;
+    std::vector<int64_t> tau_hist;
+  };
+  std::map<std::string, ArmAgg> agg;
+  std::map<std::string, json> ar_tokens;  // prompt -> greedy AR tokens (first measured repeat)
+  std::string ar_name;
+  for (const auto& arm : report["arms"]) {
+    agg[arm["name"].get<std::string>()];
+    if (arm["kind"] == "ar") ar_name = arm["name"].get<std::string>();
+  }
+  for (const auto& s : report["samples"]) {
+    auto& a = agg[s["arm"].get<std::string>()];
+    a.peak_rss = std::max(a.peak_rss, s["peak_rss_bytes"].get<int64_t>());
+    if (s["warmup"].get<bool>()) continue;
+    const std::string prompt = s["prompt"].get<std::string>();
+    a.decode_tok_s.push_back(s["decode_tok_s"].get<double>());
+    a.prefill_tok_s.push_back(s["prefill_tok_s"].get<double>());
+    a.n_gen.push_back(s["n_gen"].get<double>());
+    a.prefill_by_prompt[prompt].push_back(s["prefill_s"].get<double>());
+    ++a.repeats_by_prompt[prompt];
+    a.cycles += s["cycles"].get<int64_t>();
+    a.drafted += s["drafted"].get<int64_t>();
+    a.accepted += s["accepted"].get<int64_t>();
+    const auto& hist = s["accept_hist"];
+    if (a.tau_hist.size() < hist.size()) a.tau_hist.resize(hist.size(), 0);
+    for (size_t j = 0; j < hist.size(); ++j) a.tau_hist[j] += hist[j].get<int64_t>();
+    if (s["arm"] == ar_name && s["greedy"].get<bool>() && !ar_tokens.contains(prompt)) {
+      ar_tokens[prompt] = s["tokens"];
+    }
+  }
+
+  json summary = {{"arms", json::array()},
+                  {"speedups", json::array()},
+                  {"withheld", json::array()},
+                  {"equivalence", json::array()}};
+  std::set<std::string> inequivalent;
+  for (const auto& s : report["samples"]) {
+    if (s["warmup"].get<bool>() || s["arm"] == ar_name || !s["greedy"].get<bool>()) continue;
+    const std::string prompt = s["prompt"].get<std::string>();
+    if (!ar_tokens.contains(prompt)) continue;
+    const int64_t at = first_mismatch(s["tokens"], ar_tokens[prompt]);
+    if (at >= 0) {
+      summary["equivalence"].push_back(
+          {{"arm", s["arm"]}, {"prompt", prompt}, {"repeat", s["repeat"]}, {"first_mismatch", at}});
+      inequivalent.insert(s["arm"].get<std::string>());
+    }
+  }
+
+  double worst_spread = 0;
+  std::string worst_spread_arm;
+  for (const auto& arm : report["arms"]) {
+    const std::string name = arm["name"].get<std::string>();
+    const ArmAgg& a = agg[name];
+    double spread_max = 0;
+    for (const auto& [prompt, times] : a.prefill_by_prompt) {
+      const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+      if (*lo > 0) spread_max = std::max(spread_max, *hi / *lo);
+    }
+    if (spread_max > worst_spread) {
+      worst_spread = spread_max;
+      worst_spread_arm = name;
+    }
+    summary["arms"].push_back(
+        {{"name", name},
+         {"n_samples", a.decode_tok_s.size()},
+         {"decode_tokens_median", a.n_gen.empty() ? 0.0 : median(a.n_gen)},
+         {"decode_tok_s", spread(a.decode_tok_s)},
+         {"prefill_tok_s", spread(a.prefill_tok_s)},
+         {"prefill_spread_max", spread_max},
+         {"cycles", a.cycles},
+         {"drafted", a.drafted},
+         {"accepted", a.accepted},
+         {"accept_rate", a.drafted > 0 ? static_cast<double>(a.accepted) / a.drafted : 0.0},
+         {"tau_mean", a.cycles > 0 ? static_cast<double>(a.accepted + a.cycles) / a.cycles : 0.0},
+         {"tau_hist", a.tau_hist},
+         {"peak_rss_bytes", a.peak_rss}});
+  }
+
+  // Claims: each subject against the AR arm, only when the evidence rules allow it.
+  const auto withhold = [&](const std::string& arm, const std::string& rule,
+                            const std::string& reason) {
+    summary["withheld"].push_back({{"arm", arm}, {"rule", rule}, {"reason", reason}});
+  };
+  for (const auto& arm : report["arms"]) {
+    if (arm["kind"] != "spec") continue;
+    const std::string name = arm["name"].get<std::string>();
+    if (ar_name.empty()) {
+      withhold(name, "BASELINE", "no ar arm to compare with");
+      continue;
+    }
+    bool ok = true;
+    const ArmAgg& s = agg[name];
+    const ArmAgg& b = agg[ar_name];
+    if (s.cycles == 0 || s.drafted == 0) {
+      withhold(name, "SPEC_NEVER_RAN", "the drafter proposed nothing");
+      ok = false;
+    }
+    for (const ArmAgg* x : {&s, &b}) {
+      for (const auto& [prompt, n] : x->repeats_by_prompt) {
+        if (n < kMinRepeatsForClaim && ok) {
+          withhold(name, "SAMPLES",
+                   fmt::format("{} measured repeats on prompt {} (need {})", n, prompt,
+                               kMinRepeatsForClaim));
+          ok = false;
+        }
+      }
+      if (x->n_gen.empty() || median(x->n_gen) < kMinDecodeTokensForClaim) {
+        if (ok) withhold(name, "DECODE_TOKENS", "median decode tokens below 32");
+        ok = false;
+      }
+    }
+    if (worst_spread > kMaxPrefillSpread) {
+      withhold(name, "PREFILL_VARIANCE",
+               fmt::format("prefill time of one prompt varied {:.1f}x within arm {}: the machine "
+                           "was too noisy for a speed claim",
+                           worst_spread, worst_spread_arm));
+      ok = false;
+    }
+    if (inequivalent.contains(name)) {
+      withhold(name, "EQUIVALENCE", "greedy tokens differ from AR's");
+      ok = false;
+    }
+    if (!ok) continue;
+    summary["speedups"].push_back({{"subject", name},
+                                   {"baseline", ar_name},
+                                   {"metric", "decode_tok_s_median"},
+                                   {"value", median(s.decode_tok_s) / median(b.decode_tok_s)}});
+  }
+  return summary;
+}
+
+json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) {
+  if (config.repeats < 1) throw InvalidArgument("--repeats must be at least 1");
+  if (config.warmup < 0) throw InvalidArgument("--warmup must be at least 0");
+  if (config.n_gen < 1) throw InvalidArgument("--n-gen must be at least 1");
+  config.sampler.validate();
+  const bool needs_draft = std::any_of(config.arms.begin(), config.arms.end(),
+                                       [](const ArmSpec& a) { return a.drafter == "model"; });
+  if (needs_draft && config.draft_path.empty()) {
+    throw InvalidArgument("a spec:model arm needs a draft model: give -md FILE");
+  }
+  if (!needs_draft && !config.draft_path.empty()) {
+    throw InvalidArgument("-md given but no spec:model arm uses it");
+  }
+
+  auto target = model::load_model(config.target_path);
+  std::unique_ptr<model::Model> draft;
+  if (needs_draft) {
+    draft = model::load_model(config.draft_path);
+    spec::check_same_vocabulary(*target, *draft);
+  }
+  const auto tok = tokenizer::Tokenizer::from_gguf(target->file());
+  const auto prompts = read_prompts(config, *tok);
+  const int threads =
+      config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
+  kernels::ThreadPool pool(std::max(1, threads));
+
+  int k_max = 0;
+  size_t longest = 0;
+  for (const auto& a : config.arms) k_max = std::max(k_max, a.draft_max);
+  for (const auto& p : prompts) longest = std::max(longest, p.tokens.size());
+  const int64_t n_ctx =
+      config.n_ctx > 0 ? config.n_ctx : static_cast<int64_t>(longest) + config.n_gen + k_max + 1;
+
+  engine::Generator gen(*target, pool, n_ctx, config.ubatch);
+  std::vector<std::unique_ptr<spec::DraftSource>> drafters;
+  for (const auto& a : config.arms) {
+    if (!a.spec) {
+      drafters.emplace_back();
+    } else if (a.drafter == "model") {
+      drafters.push_back(std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch));
+    } else if (a.drafter == "ngram") {
+      drafters.push_back(std::make_unique<spec::NgramDrafter>(1, a.ngram_max));
+    } else {
+      drafters.push_back(
+          std::make_unique<spec::ModelDrafter>(*target, pool, n_ctx, config.ubatch, a.layers));
+    }
+  }
+  const sampling::Sampler sampler(config.sampler, static_cast<int>(target->hparams().n_vocab));
+
+  json report = {
+      {"schema", "augur.bench/1"},  {"kind", "run"},
+      {"created", utc_timestamp()}, {"machine", machine_info(pool.size())},
+      {"build", build_info()},      {"models", json::array({model_info("target", *target)})}};
+  if (draft) report["models"].push_back(model_info("draft", *draft));
+  report["config"] = {{"prompts_file", config.prompts_path},
+                      {"prompts_sha256", sha256_file(config.prompts_path)},
+                      {"n_prompts", prompts.size()},
+                      {"n_gen", config.n_gen},
+                      {"repeats", config.repeats},
+                      {"warmup", config.warmup},
+                      {"threads", pool.size()},
+                      {"ubatch", config.ubatch},
+                      {"n_ctx", n_ctx},
+                      {"ignore_eos", true},
+                      {"sampler", sampler_json(config.sampler)},
+                      {"seed", config.seed}};
+  report["arms"] = json::array();
+  for (const auto& a : config.arms) report["arms"].push_back(arm_json(a));
+  report["samples"] = json::array();
+
+  const size_t n_arms = config.arms.size();
+  const size_t rounds = static_cast<size_t>(config.warmup + config.repeats);
+  const size_t total = rounds * prompts.size() * n_arms;
+  size_t done = 0;
+  const bool greedy = sampler.greedy();
+  for (size_t round = 0; round < rounds; ++round) {
+    const bool warmup = round < static_cast<size_t>(config.warmup);
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      for (size_t j = 0; j < n_arms; ++j) {
+        // Rotating order: each arm runs first, second, ... in turn across rounds and prompts.
+        const size_t a = (j + round + p) % n_arms;
+        const ArmSpec& arm = config.arms[a];
+        gen.reset();
+        if (drafters[a]) drafters[a]->reset();
+        engine::GenerateOptions opt;
+        opt.n_predict = config.n_gen;
+        opt.ignore_eos = true;
+        opt.drafter = drafters[a].get();
+        opt.draft_max = std::max(1, arm.draft_max);
+        // The same seed for every arm of a (round, prompt): sampled arms see the same RNG stream.
+        sampling::SeededRng rng(config.seed + round * 1000003u + p);
+        const auto r = gen.generate(prompts[p].tokens, sampler, rng, opt, {});
+        const auto& st = r.stats;
+        const auto& sp = st.spec;
+        report["samples"].push_back({{"arm", arm.name},
+                                     {"prompt", prompts[p].id},
+                                     {"repeat", static_cast<int>(round) - config.warmup},
+                                     {"warmup", warmup},
+                                     {"order", j},
+                                     {"timing_scope", "decode_only"},
+                                     {"greedy", greedy},
+                                     {"n_prompt", st.n_prompt},
+                                     {"n_gen", st.n_gen},
+                                     {"prefill_s", st.prefill_s},
+                                     {"prefill_tok_s", st.prefill_tok_s()},
+                                     {"decode_s", st.decode_s},
+                                     {"decode_tok_s", st.decode_tok_s()},
+                                     {"cycles", sp.cycles},
+                                     {"drafted", sp.drafted},
+                                     {"accepted", sp.accepted},
+                                     {"tau", sp.tau()},
+                                     {"accept_hist", sp.accept_hist},
+                                     {"draft_s", sp.draft_s},
+                                     {"verify_s", sp.verify_s},
+                                     {"peak_rss_bytes", peak_rss_bytes()},
+                                     {"tokens", r.tokens}});
+        if (progress) {
+          progress(
+              ++done, total,
+              fmt::format("{} {} {}{}", arm.name, prompts[p].id, warmup ? "warm-up" : "repeat ",
+                          warmup ? "" : std::to_string(round - config.warmup)));
+        }
+      }
+    }
+  }
+  report["summary"] = summarize(report);
+  return report;
+}
+
+}  // namespace augur::bench

@@ -1,0 +1,45 @@
+// `augur bench run`: every arm on every prompt, repeated, arm order rotating between repeats,
+// warm-up rounds excluded; prefill and decode timed separately (decode-only tok/s is the
+// headline). Produces a report of schema augur.bench/1 (docs/bench-report.md) with samples and a
+// summary; speedups are only claimed when the samples support them, otherwise withheld with the
+// reason.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/arms.h"
+#include "sampling/sampler.h"
+
+namespace augur::bench {
+
+struct BenchRunConfig {
+  std::string target_path;
+  std::string draft_path;    // required by spec:model arms
+  std::string prompts_path;  // JSONL with "id" and "prompt" per line
+  size_t max_prompts = 0;    // 0: all
+  std::vector<ArmSpec> arms;
+  int n_gen = 128;
+  int repeats = 5;
+  int warmup = 1;
+  int threads = 0;    // 0: hardware threads
+  int64_t n_ctx = 0;  // 0: longest prompt + n_gen + the largest K
+  int64_t ubatch = 512;
+  sampling::SamplerConfig sampler;  // temperature 0 = greedy arms
+  uint64_t seed = 1;
+};
+
+// Called after each sample: samples done, total, and what just ran.
+using BenchProgress = std::function<void(size_t done, size_t total, const std::string& what)>;
+
+// Runs the benchmark; InvalidArgument for a bad configuration (missing -md for a model arm, no
+// AR arm, an empty prompts file, ...).
+nlohmann::json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress = {});
+
+// Computes report["summary"] from report["arms"] and report["samples"] (also used by tests).
+nlohmann::json summarize(const nlohmann::json& report);
+
+}  // namespace augur::bench

@@ -1,0 +1,264 @@
+// `augur bench run | verify-curve | check`: honest benchmarks whose reports pass the evidence
+// gate (docs/bench-report.md) before they are written.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/bench_run.h"
+#include "bench/evidence_gate.h"
+#include "bench/svg_charts.h"
+#include "bench/verify_curve.h"
+#include "cli/commands.h"
+#include "common/error.h"
+
+namespace augur::cli {
+namespace {
+
+using nlohmann::json;
+
+// A progress bar on stderr: redrawn in place on a terminal, a line per 10 % otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(size_t done, size_t total, const std::string& what) {
+    if (quiet_ || total == 0) return;
+    const double frac = static_cast<double>(done) / static_cast<double>(total);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta = done > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(frac * kWidth);
+    const std::string bar = std::string(static_cast<size_t>(filled), '#') +
+                            std::string(static_cast<size_t>(kWidth - filled), '.');
+    const std::string line = fmt::format("[{}] {}/{} {:<32} elapsed {:.0f}s eta {:.0f}s", bar, done,
+                                         total, what.substr(0, 32), elapsed, eta);
+    if (tty_) {
+      std::fprintf(stderr, "\r%s", line.c_str());
+      if (done == total) std::fprintf(stderr, "\n");
+    } else if (static_cast<int>(frac * 10) != last_decile_ || done == total) {
+      last_decile_ = static_cast<int>(frac * 10);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_, tty_;
+  int last_decile_ = -1;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+json read_report(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument(fmt::format("cannot open report {}", path));
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    // Not JSON at all: still a verdict of the gate, not a crash.
+    return json(fmt::format("unparseable: {}", e.what()));
+  }
+}
+
+void write_json(const json& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("cannot write {}", path));
+  out << report.dump(1) << "\n";
+  if (!out) throw Error(fmt::format("writing {} failed", path));
+}
+
+// Runs the gate on a fresh report; writes it to `out` when clean, else to out + ".rejected.json"
+// and returns 2 with the violations on stderr.
+int gate_and_write(const json& report, const std::string& out, const std::string& svg_dir) {
+  const auto violations = bench::check_report(report);
+  if (!violations.empty()) {
+    const std::string rejected = out.empty() ? "" : out + ".rejected.json";
+    if (!rejected.empty()) write_json(report, rejected);
+    std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
+                 rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
+                 bench::format_violations(violations).c_str());
+    return 2;
+  }
+  if (!out.empty()) write_json(report, out);
+  if (!svg_dir.empty()) {
+    for (const auto& file : bench::write_report_charts(report, svg_dir)) {
+      std::fprintf(stderr, "wrote %s\n", file.c_str());
+    }
+  }
+  return 0;
+}
+
+void print_run_table(const json& report) {
+  const auto& summary = report["summary"];
+  std::map<std::string, double> speedup;
+  for (const auto& s : summary["speedups"]) speedup[s["subject"]] = s["value"].get<double>();
+  fmt::print("{:<22} {:>10} {:>17} {:>17} {:>6} {:>8} {:>9}\n", "arm", "decode t/s", "IQR",
+             "min-max", "tau", "accept", "speedup");
+  for (const auto& a : summary["arms"]) {
+    const auto& d = a["decode_tok_s"];
+    if (d.empty()) continue;
+    const std::string name = a["name"].get<std::string>();
+    fmt::print(
+        "{:<22} {:>10.1f} {:>17} {:>17} {:>6} {:>8} {:>9}\n", name, d["median"].get<double>(),
+        fmt::format("{:.1f}-{:.1f}", d["q1"].get<double>(), d["q3"].get<double>()),
+        fmt::format("{:.1f}-{:.1f}", d["min"].get<double>(), d["max"].get<double>()),
+        a["cycles"].get<int64_t>() > 0 ? fmt::format("{:.2f}", a["tau_mean"].get<double>()) : "-",
+        a["drafted"].get<int64_t>() > 0
+            ? fmt::format("{:.1f}%", 100 * a["accept_rate"].get<double>())
+            : "-",
+        speedup.contains(name) ? fmt::format("{:.2f}x", speedup[name]) : "-");
+  }
+  for (const auto& w : summary["withheld"]) {
+    fmt::print("no claim for {}: {} ({})\n", w["arm"].get<std::string>(),
+               w["reason"].get<std::string>(), w["rule"].get<std::string>());
+  }
+  for (const auto& e : summary["equivalence"]) {
+    fmt::print("MISMATCH {} prompt {} repeat {}: first differing token {}\n",
+               e["arm"].get<std::string>(), e["prompt"].get<std::string>(), e["repeat"].get<int>(),
+               e["first_mismatch"].get<int64_t>());
+  }
+  std::fflush(stdout);
+}
+
+void print_curve_table(const json& report) {
+  fmt::print("{:>6} {:>4} {:>12} {:>10}\n", "ctx", "M", "T_V median", "T_V/T_V(1)");
+  for (const auto& c : report["curve"]) {
+    fmt::print("{:>6} {:>4} {:>10.3f}ms {:>10.2f}\n", c["ctx"].get<int64_t>(), c["m"].get<int>(),
+               1e3 * c["median_s"].get<double>(), c["ratio_to_m1"].get<double>());
+  }
+  for (const auto& d : report["drafters"]) {
+    if (d["proposed"].get<bool>()) {
+      fmt::print("drafter {:<14} ctx {:>5}: {:.3f} ms per drafted token\n",
+                 d["name"].get<std::string>(), d["ctx"].get<int64_t>(),
+                 1e3 * d["per_token_s"].get<double>());
+    }
+  }
+  std::fflush(stdout);
+}
+
+std::vector<int64_t> parse_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("{}: '{}' is not a whole number", option, item));
+    }
+  }
+  return out;
+}
+
+struct RunArgs {
+  bench::BenchRunConfig config;
+  std::string arms = "ar";
+  std::string out, svg;
+  bool quiet = false;
+};
+
+struct CurveArgs {
+  bench::VerifyCurveConfig config;
+  std::string contexts = "256,1024";
+  std::string layerskip;
+  std::string out, svg;
+  bool quiet = false;
+};
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto* bench = app.add_subcommand("bench", "benchmarks with a machine-checked evidence gate");
+  bench->require_subcommand(1);
+
+  auto run = std::make_shared<RunArgs>();
+  auto* r = bench->add_subcommand("run", "decode speed of each arm on each prompt (decode-only)");
+  auto& rc = run->config;
+  r->add_option("-m,--model", rc.target_path, "target GGUF model")->required();
+  r->add_option("--model-draft", rc.draft_path, "(also -md) draft model for spec:model arms");
+  r->add_option("--arms", run->arms,
+                "comma-separated: ar, spec:model:K, spec:ngram:K[:N], spec:layerskip:L:K")
+      ->capture_default_str();
+  r->add_option("--prompts", rc.prompts_path, "JSONL file, one {\"id\",\"prompt\"} per line")
+      ->required();
+  r->add_option("--max-prompts", rc.max_prompts, "use only the first N prompts (0: all)");
+  r->add_option("--n-gen", rc.n_gen, "tokens generated per sample")->capture_default_str();
+  r->add_option("--repeats", rc.repeats, "measured repeats per arm and prompt")
+      ->capture_default_str();
+  r->add_option("--warmup", rc.warmup, "unmeasured warm-up rounds")->capture_default_str();
+  r->add_option("--temp", rc.sampler.temperature, "temperature (0: greedy arms)");
+  r->add_option("--top-k", rc.sampler.top_k, "top-k")->capture_default_str();
+  r->add_option("--top-p", rc.sampler.top_p, "top-p")->capture_default_str();
+  r->add_option("--min-p", rc.sampler.min_p, "min-p")->capture_default_str();
+  r->add_option("--seed", rc.seed, "base seed")->capture_default_str();
+  r->add_option("-t,--threads", rc.threads, "worker threads (default: all)");
+  r->add_option("-c,--ctx-size", rc.n_ctx, "context (default: longest prompt + n-gen + K)");
+  r->add_option("--ubatch", rc.ubatch, "prefill ubatch")->capture_default_str();
+  r->add_option("--out", run->out, "report JSON path")->required();
+  r->add_option("--svg", run->svg, "write charts into this folder");
+  r->add_flag("-q,--quiet", run->quiet, "no progress bar");
+  rc.sampler.temperature = 0;
+  r->callback([run, &exit_code] {
+    run->config.arms = bench::parse_arms(run->arms);
+    ProgressBar bar(run->quiet);
+    const json report = bench::run_benchmark(run->config, std::ref(bar));
+    print_run_table(report);
+    exit_code = gate_and_write(report, run->out, run->svg);
+  });
+
+  auto curve = std::make_shared<CurveArgs>();
+  auto* v = bench->add_subcommand("verify-curve", "T_V(M): one target forward over M rows");
+  auto& vc = curve->config;
+  v->add_option("-m,--model", vc.target_path, "target GGUF model")->required();
+  v->add_option("--model-draft", vc.draft_path, "(also -md) also time this draft model");
+  v->add_option("--layerskip", curve->layerskip, "also time these layer-skip depths, e.g. 2,4");
+  v->add_option("--max-m", vc.max_m, "largest row count M")->capture_default_str();
+  v->add_option("--ctx", curve->contexts, "context lengths")->capture_default_str();
+  v->add_option("--repeats", vc.repeats, "timed repeats per point")->capture_default_str();
+  v->add_option("--warmup", vc.warmup, "untimed repeats per point")->capture_default_str();
+  v->add_option("--draft-k", vc.draft_k, "tokens per timed drafter proposal")
+      ->capture_default_str();
+  v->add_option("-t,--threads", vc.threads, "worker threads (default: all)");
+  v->add_option("--out", curve->out, "report JSON path")->required();
+  v->add_option("--svg", curve->svg, "write the chart into this folder");
+  v->add_flag("-q,--quiet", curve->quiet, "no progress bar");
+  v->callback([curve, &exit_code] {
+    curve->config.contexts = parse_list(curve->contexts, "--ctx");
+    if (!curve->layerskip.empty()) {
+      for (int64_t l : parse_list(curve->layerskip, "--layerskip")) {
+        curve->config.layerskip.push_back(static_cast<int>(l));
+      }
+    }
+    ProgressBar bar(curve->quiet);
+    const json report = bench::run_verify_curve(curve->config, std::ref(bar));
+    print_curve_table(report);
+    exit_code = gate_and_write(report, curve->out, curve->svg);
+  });
+
+  auto reports = std::make_shared<std::vector<std::string>>();
+  auto* c = bench->add_subcommand("check", "validate reports against the evidence rules");
+  c->add_option("reports", *reports, "report JSON files")->required();
+  c->callback([reports, &exit_code] {
+    int failed = 0;
+    for (const auto& path : *reports) {
+      const auto violations = bench::check_report(read_report(path));
+      if (violations.empty()) {
+        std::printf("%s: ok\n", path.c_str());
+      } else {
+        ++failed;
+        std::printf("%s: %zu violation(s)\n%s", path.c_str(), violations.size(),
+                    bench::format_violations(violations).c_str());
+      }
+    }
+    exit_code = failed > 0 ? 2 : 0;
+  });
+}
+
+}  // namespace augur::cli
