@@ -9,6 +9,12 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build
 ctest --test-dir build --output-on-failure -j "$jobs"
+# Every committed benchmark report must pass the evidence gate.
+shopt -s nullglob
+reports=(bench/reports/*.json)
+if [ ${#reports[@]} -gt 0 ]; then
+  build/bin/augur bench check "${reports[@]}"
+fi
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAUGUR_SANITIZE=ON >/dev/null
 ninja -C build-asan augur augur_gguf_tests augur_cli_tests
