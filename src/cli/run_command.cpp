@@ -2,6 +2,7 @@
 // or, with --json, exactly one JSON object on stdout.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -50,6 +51,8 @@ nlohmann::json stats_json(const engine::GenerateStats& s) {
     out["accepted_at"] = sp.accepted_at;
     out["draft_s"] = sp.draft_s;
     out["verify_s"] = sp.verify_s;
+    // Sampling, acceptance and bookkeeping: the decode time neither drafting nor verifying.
+    out["other_s"] = std::max(0.0, s.decode_s - sp.draft_s - sp.verify_s);
   }
   return out;
 }
@@ -117,11 +120,12 @@ int run(const RunOptions& opt) {
   if (const auto& sp = s.spec; !sp.drafter.empty()) {
     std::fprintf(stderr,
                  "speculative: %s, k=%d | cycles %lld | drafted %lld, accepted %lld (%.1f%%) | "
-                 "tau %.2f | draft %.3f s, verify %.3f s\n",
+                 "tau %.2f | draft %.3f s, verify %.3f s, other %.3f s\n",
                  sp.drafter.c_str(), draft.draft_max, static_cast<long long>(sp.cycles),
                  static_cast<long long>(sp.drafted), static_cast<long long>(sp.accepted),
                  sp.drafted > 0 ? 100.0 * static_cast<double>(sp.accepted) / sp.drafted : 0.0,
-                 sp.tau(), sp.draft_s, sp.verify_s);
+                 sp.tau(), sp.draft_s, sp.verify_s,
+                 std::max(0.0, s.decode_s - sp.draft_s - sp.verify_s));
   }
   return result.stop == engine::StopReason::Cancelled ? 130 : 0;
 }
