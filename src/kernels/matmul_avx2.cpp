@@ -1,7 +1,7 @@
 // AVX2 + FMA + F16C matmul path. Each weight row is decoded 32 elements at a time into four
 // registers (F16 via vcvtph2ps, quantized blocks with their scale applied exactly as ggml's
 // reference dequantizer does), then multiplied into a tile of up to 8 activation rows with FMA,
-// several accumulators per row to hide FMA latency.
+// blocks of several weight rows giving independent FMA chains (one chain per row pair).
 // Compiled with -mavx2 -mfma -mf16c -mbmi2 and only called when the CPU has them, so this file
 // uses no inline function or template shared with other files (those could be kept by the linker
 // for everyone): helpers are file-local and std:: headers are avoided.
@@ -193,77 +193,94 @@ struct DecodeQ6_K : NoTail {
   }
 };
 
-// One accumulator chain per activation row, whatever the tile height: a row's dot product then
-// adds its terms in the same order for every M, so verifying k+1 rows gives bitwise the logits
-// that k+1 single-row decodes give (tests/model/batch_invariance_test.cpp). Speculative greedy
-// output then equals AR output by construction, not by luck of rounding.
-constexpr int accumulators_for(int) {
-  return 1;
+// Weight rows per block for a tile of `tm` activation rows: enough independent FMA chains
+// (latency 4, two ports: about 8 in flight) within the 16 ymm registers.
+constexpr int rows_for(int tm) {
+  return tm <= 2 ? 4 : tm <= 4 ? 2 : 1;
 }
 
-// y[m * ldy] = dot(weight row, x[m * ldx ..]) for m < TM.
-template <class D, int TM>
-void tile_kernel(const uint8_t* wrow, int64_t cols, const float* x, int64_t ldx, float* y,
-                 int64_t ldy) {
-  constexpr int A = accumulators_for(TM);
-  __m256 acc[TM][A];
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
+// y[m * ldy + r] = dot(weight row r, x[m * ldx ..]) for r < NR, m < TM.
+// Each (r, m) pair has ONE accumulator chain fed in the same order (the 32 columns of a step as
+// four FMAs, then the next step) whatever TM and NR are: a row's dot product is bitwise the same
+// for every M, so verifying k+1 rows gives the logits k+1 single-row decodes give
+// (tests/model/batch_invariance_test.cpp). Speculative greedy output then equals AR output by
+// construction, not by luck of rounding. The parallelism comes from the NR x TM chains.
+template <class D, int TM, int NR>
+void tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x, int64_t ldx,
+                 float* y, int64_t ldy) {
+  __m256 acc[NR][TM];
 #pragma GCC unroll 4
-    for (int a = 0; a < A; ++a) acc[m][a] = _mm256_setzero_ps();
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) acc[r][m] = _mm256_setzero_ps();
   }
   const int64_t steps = cols / 32;
   for (int64_t s = 0; s < steps; ++s) {
-    __m256 w[4];
-    D::decode(wrow, s, w);
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) {
-      const float* xm = x + m * ldx + 32 * s;
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        acc[m][k % A] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xm + 8 * k), acc[m][k % A]);
-      }
-    }
-  }
-  float tail[TM] = {};
-  if constexpr (D::kHasTail) {
-    int64_t c = steps * 32;
-    for (; c + 8 <= cols; c += 8) {
-      const __m256 wv = D::decode8(wrow, c);
+    for (int r = 0; r < NR; ++r) {
+      __m256 w[4];
+      D::decode(w0 + r * row_bytes, s, w);
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
-        acc[m][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * ldx + c), acc[m][0]);
+        const float* xm = x + m * ldx + 32 * s;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          acc[r][m] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xm + 8 * k), acc[r][m]);
+        }
       }
     }
-    for (; c < cols; ++c) {
-      const float wc = D::decode1(wrow, c);
-      for (int m = 0; m < TM; ++m) tail[m] += wc * x[m * ldx + c];
+  }
+  float tail[NR][TM] = {};
+  if constexpr (D::kHasTail) {
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* wrow = w0 + r * row_bytes;
+      int64_t c = steps * 32;
+      for (; c + 8 <= cols; c += 8) {
+        const __m256 wv = D::decode8(wrow, c);
+#pragma GCC unroll 8
+        for (int m = 0; m < TM; ++m) {
+          acc[r][m] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * ldx + c), acc[r][m]);
+        }
+      }
+      for (; c < cols; ++c) {
+        const float wc = D::decode1(wrow, c);
+        for (int m = 0; m < TM; ++m) tail[r][m] += wc * x[m * ldx + c];
+      }
     }
   }
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
-    __m256 sum = acc[m][0];
 #pragma GCC unroll 4
-    for (int a = 1; a < A; ++a) sum = _mm256_add_ps(sum, acc[m][a]);
-    y[m * ldy] = hsum(sum) + tail[m];
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]) + tail[r][m];
   }
+}
+
+// Runs the block of `nr` weight rows with the kernel instantiated for exactly that many.
+template <class D, int TM, int NR = rows_for(TM)>
+void tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x,
+                int64_t ldx, float* y, int64_t ldy) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return tile_block<D, TM, NR - 1>(nr, w0, row_bytes, cols, x, ldx, y, ldy);
+  }
+  tile_kernel<D, TM, NR>(w0, row_bytes, cols, x, ldx, y, ldy);
 }
 
 template <class D>
 void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, [&a](int tm, int64_t row, int64_t m0) {
-    const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
+  for_each_tile(a, row_begin, row_end, rows_for, [&a](int tm, int64_t row, int nr, int64_t m0) {
+    const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
     const float* x = a.x + m0 * a.cols;
     float* y = a.y + m0 * a.rows + row;
+    const size_t rb = a.row_bytes;
     switch (tm) {
-      case 1: tile_kernel<D, 1>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 2: tile_kernel<D, 2>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 3: tile_kernel<D, 3>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 4: tile_kernel<D, 4>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 5: tile_kernel<D, 5>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 6: tile_kernel<D, 6>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 7: tile_kernel<D, 7>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      default: tile_kernel<D, 8>(wrow, a.cols, x, a.cols, y, a.rows); break;
+      case 1: tile_block<D, 1>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 2: tile_block<D, 2>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 3: tile_block<D, 3>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 4: tile_block<D, 4>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 5: tile_block<D, 5>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 6: tile_block<D, 6>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      case 7: tile_block<D, 7>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
+      default: tile_block<D, 8>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
     }
   });
 }

@@ -31,12 +31,22 @@ inline constexpr int kMaxTileRows = 8;
 // in L2 while it meets every row of the chunk.
 inline constexpr size_t kChunkBytes = 16 * 1024;
 
-// Calls tile(tm, row, m0) for every weight row in [row_begin, row_end) and every tile of tm <=
-// kMaxTileRows activation rows starting at m0, in a cache-friendly order.
-template <class Tile>
-void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, Tile&& tile) {
+// Calls tile(tm, row, nr, m0) for blocks of nr <= rows_for(tm) consecutive weight rows in
+// [row_begin, row_end) and every tile of tm <= kMaxTileRows activation rows starting at m0, in a
+// cache-friendly order. Grouping weight rows gives a kernel independent FMA chains without
+// splitting any one dot product into several accumulators, so a (weight row, activation row)
+// pair is reduced in the same order whatever the block shape (batch invariance).
+template <class RowsFor, class Tile>
+void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, RowsFor&& rows_for,
+                   Tile&& tile) {
+  const auto blocks = [&](int tm, int64_t begin, int64_t end, int64_t m0) {
+    const int64_t per = rows_for(tm);
+    for (int64_t row = begin; row < end; row += per) {
+      tile(tm, row, static_cast<int>(end - row < per ? end - row : per), m0);
+    }
+  };
   if (a.M <= kMaxTileRows) {
-    for (int64_t row = row_begin; row < row_end; ++row) tile(static_cast<int>(a.M), row, 0);
+    blocks(static_cast<int>(a.M), row_begin, row_end, 0);
     return;
   }
   const auto chunk_rows =
@@ -45,7 +55,7 @@ void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, Tile
     const int64_t chunk_end = row_end - chunk < chunk_rows ? row_end : chunk + chunk_rows;
     for (int64_t m0 = 0; m0 < a.M; m0 += kMaxTileRows) {
       const int tm = static_cast<int>(a.M - m0 < kMaxTileRows ? a.M - m0 : kMaxTileRows);
-      for (int64_t row = chunk; row < chunk_end; ++row) tile(tm, row, m0);
+      blocks(tm, chunk, chunk_end, m0);
     }
   }
 }

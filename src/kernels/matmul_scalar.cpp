@@ -116,21 +116,23 @@ void tile_kernel(const uint8_t* wrow, int64_t cols, const float* x, int64_t ldx,
 
 template <class D>
 void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, [&a](int tm, int64_t row, int64_t m0) {
-    const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
-    const float* x = a.x + m0 * a.cols;
-    float* y = a.y + m0 * a.rows + row;
-    switch (tm) {
-      case 1: tile_kernel<D, 1>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 2: tile_kernel<D, 2>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 3: tile_kernel<D, 3>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 4: tile_kernel<D, 4>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 5: tile_kernel<D, 5>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 6: tile_kernel<D, 6>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      case 7: tile_kernel<D, 7>(wrow, a.cols, x, a.cols, y, a.rows); break;
-      default: tile_kernel<D, 8>(wrow, a.cols, x, a.cols, y, a.rows); break;
-    }
-  });
+  for_each_tile(
+      a, row_begin, row_end, [](int) { return 1; },
+      [&a](int tm, int64_t row, int, int64_t m0) {
+        const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
+        const float* x = a.x + m0 * a.cols;
+        float* y = a.y + m0 * a.rows + row;
+        switch (tm) {
+          case 1: tile_kernel<D, 1>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 2: tile_kernel<D, 2>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 3: tile_kernel<D, 3>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 4: tile_kernel<D, 4>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 5: tile_kernel<D, 5>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 6: tile_kernel<D, 6>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          case 7: tile_kernel<D, 7>(wrow, a.cols, x, a.cols, y, a.rows); break;
+          default: tile_kernel<D, 8>(wrow, a.cols, x, a.cols, y, a.rows); break;
+        }
+      });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention_ops.h"
 #include "model/blocks/ops.h"
 
 namespace augur::model::blocks {
@@ -27,24 +28,19 @@ void attention(const float* q, Memory& memory, int layer, int64_t n_past, int64_
       const float* keys = memory.keys(layer, static_cast<int>(kv_head));
       const float* values = memory.values(layer, static_cast<int>(kv_head));
       const int64_t n_keys = n_past + row + 1;
-      float max_score = -INFINITY;
-      for (int64_t key = 0; key < n_keys; ++key) {
-        const float s = dot(q_head, keys + key * head_dim, head_dim) * scale;
-        scores[key] = s;
-        max_score = std::max(max_score, s);
-      }
+      kernels::attention_scores(q_head, keys, n_keys, head_dim, scale, scores.data());
+      const float max_score = *std::max_element(scores.begin(), scores.begin() + n_keys);
       double sum = 0.0;
       for (int64_t key = 0; key < n_keys; ++key) {
         const float e = std::exp(scores[key] - max_score);
         scores[key] = e;
         sum += e;
       }
-      const float inv_sum = static_cast<float>(1.0 / sum);
+      const auto inv_sum = static_cast<float>(1.0 / sum);
+      for (int64_t key = 0; key < n_keys; ++key) scores[key] *= inv_sum;
       float* o = out + row * q_dim + head * head_dim;
       std::fill(o, o + head_dim, 0.0f);
-      for (int64_t key = 0; key < n_keys; ++key) {
-        axpy(scores[key] * inv_sum, values + key * head_dim, o, head_dim);
-      }
+      kernels::attention_weighted_sum(scores.data(), values, n_keys, head_dim, o);
     }
   });
 }

@@ -45,20 +45,4 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  // Eight independent partial sums let the compiler vectorise without reassociation flags.
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int lane = 0; lane < 8; ++lane) acc[lane] += a[i + lane] * b[i + lane];
-  }
-  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-void axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 }  // namespace augur::model::blocks

@@ -22,8 +22,4 @@ void apply_rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, 
 // gate[i] = silu(gate[i]) * up[i]
 void silu_mul(float* gate, const float* up, int64_t n);
 
-float dot(const float* a, const float* b, int64_t n);
-// y += a * x
-void axpy(float a, const float* x, float* y, int64_t n);
-
 }  // namespace augur::model::blocks
