@@ -907,6 +907,110 @@ std::vector<Violation> check_verify_curve(const json& report, SchemaReader& sche
   return out;
 }
 
+// True when a and b agree to a relative 1e-6 (both are written from the same doubles).
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300});
+}
+
+// A roofline report makes no comparison between arms, so only its structure is checked, plus the
+// arithmetic that ties its figures together: bytes_per_step = weight_bytes + kv_bytes, each point's
+// roofline_tok_s = gb_s_median of its (threads, regime) bandwidth x 1e9 / bytes_per_step, and
+// fraction = decode_tok_s_median / roofline_tok_s. All defects are SCHEMA.
+std::vector<Violation> check_roofline(const json& report, SchemaReader& schema) {
+  if (const json* config = schema.object(report, "config", "report")) {
+    schema.require(*config, "config",
+                   {{"threads", Type::kIntArray, Bound::kPositive},
+                    {"ctx", Type::kInt, Bound::kPositive},
+                    {"n_gen", Type::kInt, Bound::kPositive},
+                    {"repeats", Type::kInt, Bound::kPositive}});
+  }
+  auto known_regime = [&](const std::optional<std::string>& regime, std::string_view where) {
+    if (regime && *regime != "dram" && *regime != "in_cache") {
+      schema.defect(fmt::format("{}: regime '{}', expected 'dram' or 'in_cache'", where, *regime));
+      return false;
+    }
+    return regime.has_value();
+  };
+  const auto regime = schema.string(report, "regime", "report");
+  const bool regime_ok = known_regime(regime, "report");
+  const auto weight_bytes = schema.integer(report, "weight_bytes", "report", Bound::kPositive);
+  const auto kv_bytes = schema.integer(report, "kv_bytes", "report");
+  const auto step_bytes = schema.integer(report, "bytes_per_step", "report", Bound::kPositive);
+  if (weight_bytes && kv_bytes && step_bytes && *step_bytes != *weight_bytes + *kv_bytes) {
+    schema.defect(fmt::format("report: bytes_per_step is {}, but weight_bytes + kv_bytes is {}",
+                              *step_bytes, *weight_bytes + *kv_bytes));
+  }
+
+  std::map<std::pair<int64_t, std::string>, double> gb_s;  // (threads, regime) -> median
+  if (const json* bandwidth = schema.array(report, "bandwidth", "report")) {
+    if (bandwidth->empty()) schema.defect("report: 'bandwidth' is empty, expected measurements");
+    for (size_t pos = 0; pos < bandwidth->size(); ++pos) {
+      const json* entry = schema.entry(*bandwidth, pos, "bandwidth");
+      if (entry == nullptr) continue;
+      const auto where = fmt::format("bandwidth[{}]", pos);
+      const auto threads = schema.integer(*entry, "threads", where, Bound::kPositive);
+      const auto entry_regime = schema.string(*entry, "regime", where);
+      const bool entry_regime_ok = known_regime(entry_regime, where);
+      const auto med = schema.number(*entry, "gb_s_median", where, Bound::kPositive);
+      const auto lo = schema.number(*entry, "gb_s_min", where, Bound::kPositive);
+      const auto hi = schema.number(*entry, "gb_s_max", where, Bound::kPositive);
+      if (med && lo && hi && !(*lo <= *med && *med <= *hi)) {
+        schema.defect(fmt::format("{}: gb_s min {} median {} max {} are out of order", where, *lo,
+                                  *med, *hi));
+      }
+      if (!threads || !entry_regime_ok || !med) continue;
+      if (!gb_s.emplace(std::pair{*threads, *entry_regime}, *med).second) {
+        schema.defect(fmt::format("{}: a second measurement for {} threads, regime '{}'", where,
+                                  *threads, *entry_regime));
+      }
+    }
+  }
+
+  if (const json* points = schema.array(report, "points", "report")) {
+    if (points->empty()) schema.defect("report: 'points' is empty, expected at least one point");
+    std::set<int64_t> seen;  // threads
+    for (size_t pos = 0; pos < points->size(); ++pos) {
+      const json* point = schema.entry(*points, pos, "points");
+      if (point == nullptr) continue;
+      const auto where = fmt::format("points[{}]", pos);
+      const auto threads = schema.integer(*point, "threads", where, Bound::kPositive);
+      const auto point_regime = schema.string(*point, "regime", where);
+      const auto roofline = schema.number(*point, "roofline_tok_s", where, Bound::kPositive);
+      const auto achieved = schema.number(*point, "decode_tok_s_median", where);
+      const auto fraction = schema.number(*point, "fraction", where);
+      if (threads && !seen.insert(*threads).second) {
+        schema.defect(fmt::format("{}: a second point for {} threads", where, *threads));
+      }
+      if (point_regime && regime_ok && *point_regime != *regime) {
+        schema.defect(fmt::format("{}: regime '{}', but the report's roofline regime is '{}'",
+                                  where, *point_regime, *regime));
+        continue;
+      }
+      if (roofline && achieved && fraction && !close(*fraction, *achieved / *roofline)) {
+        schema.defect(
+            fmt::format("{}: fraction {} is not decode_tok_s_median / roofline_tok_s "
+                        "= {}",
+                        where, *fraction, *achieved / *roofline));
+      }
+      if (!threads || !point_regime || !roofline || !step_bytes || *step_bytes <= 0) continue;
+      const auto measured = gb_s.find({*threads, *point_regime});
+      if (measured == gb_s.end()) {
+        schema.defect(fmt::format("{}: no bandwidth measurement for {} threads, regime '{}'", where,
+                                  *threads, *point_regime));
+      } else if (const double expected = measured->second * 1e9 / static_cast<double>(*step_bytes);
+                 !close(*roofline, expected)) {
+        schema.defect(
+            fmt::format("{}: roofline_tok_s {} is not gb_s_median x 1e9 / "
+                        "bytes_per_step = {}",
+                        where, *roofline, expected));
+      }
+    }
+  }
+  std::optional<int64_t> report_rss;
+  read_peak_rss(report, "report", schema, report_rss);
+  return {};
+}
+
 }  // namespace
 
 std::vector<Violation> check_report(const nlohmann::json& report) {
@@ -919,8 +1023,9 @@ std::vector<Violation> check_report(const nlohmann::json& report) {
     schema.defect(fmt::format("report: schema '{}', expected '{}'", *schema_name, kSchemaName));
   }
   const auto kind = schema.string(report, "kind", "report");
-  if (kind && *kind != "run" && *kind != "verify-curve") {
-    schema.defect(fmt::format("report: kind '{}', expected 'run' or 'verify-curve'", *kind));
+  if (kind && *kind != "run" && *kind != "verify-curve" && *kind != "roofline") {
+    schema.defect(
+        fmt::format("report: kind '{}', expected 'run', 'verify-curve' or 'roofline'", *kind));
   }
   std::vector<Violation> out;
   if (!schema.clean()) {  // an unknown schema or kind: nothing else can be read
@@ -928,7 +1033,9 @@ std::vector<Violation> check_report(const nlohmann::json& report) {
     return out;
   }
   read_header(report, schema);
-  auto evidence = *kind == "run" ? check_run(report, schema) : check_verify_curve(report, schema);
+  auto evidence = *kind == "run"            ? check_run(report, schema)
+                  : *kind == "verify-curve" ? check_verify_curve(report, schema)
+                                            : check_roofline(report, schema);
   schema.emit(out);
   out.insert(out.end(), evidence.begin(), evidence.end());
   return out;

@@ -242,6 +242,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     exit_code = gate_and_write(report, curve->out, curve->svg);
   });
 
+  add_bench_roofline_subcommand(*bench, exit_code);
+
   auto reports = std::make_shared<std::vector<std::string>>();
   auto* c = bench->add_subcommand("check", "validate reports against the evidence rules");
   c->add_option("reports", *reports, "report JSON files")->required();

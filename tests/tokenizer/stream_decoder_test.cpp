@@ -13,7 +13,8 @@ using testing::zoo_tokenizer;
 // Emoji (with ZWJ and variation selector), CJK, Greek, Khmer and Myanmar: many of these
 // characters are not single tokens, so their bytes arrive in several byte-level pieces.
 constexpr std::string_view kMultiByteText =
-    "def f():  # 🦙 λ → 我想在apple工作 😶‍🌫️ ✅ кошка ကြောင် កាន់តែ 𝔘𝔫𝔦\n "
+    "def f():  # 🦙 λ → 我想在apple工作 😶‍🌫️ ✅ кошка ကြောင် កាន់តែ "
+    "𝔘𝔫𝔦\n "
     " "
     " "
     " "

@@ -1,0 +1,148 @@
+// `augur bench roofline`: read bandwidth, bytes per decode step, the roofline tok/s and the
+// achieved fraction of it per thread count (src/bench/roofline.h). A table on stdout, progress on
+// stderr; with --out, the report (kind "roofline") is written once it passes the evidence gate.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/evidence_gate.h"
+#include "bench/roofline.h"
+#include "cli/commands.h"
+#include "common/error.h"
+
+namespace augur::cli {
+namespace {
+
+using nlohmann::json;
+
+struct RooflineArgs {
+  bench::RooflineConfig config;
+  std::string threads;
+  int64_t l3_mib = -1;
+  std::string out;
+  bool quiet = false;
+};
+
+std::vector<int> parse_threads(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw InvalidArgument(
+          fmt::format("--threads: '{}' is not a whole number (expected e.g. 1,2)", item));
+    }
+  }
+  return out;
+}
+
+// One stderr line per 10 % (and at the end): the roofline run is short, a redrawn bar adds little.
+void progress_line(bool quiet, size_t done, size_t total, const std::string& what) {
+  if (quiet || total == 0) return;
+  if (done * 10 / total != (done - 1) * 10 / total || done == total) {
+    std::fprintf(stderr, "[%zu/%zu] %s\n", done, total, what.c_str());
+    std::fflush(stderr);
+  }
+}
+
+std::string megabytes(int64_t bytes) {
+  return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6);
+}
+
+void print_table(const json& report) {
+  const auto& config = report["config"];
+  fmt::print("bytes/step {} = weights {} + KV {} (ctx {}); L3 {}; roofline regime: {}\n",
+             megabytes(report["bytes_per_step"].get<int64_t>()),
+             megabytes(report["weight_bytes"].get<int64_t>()),
+             megabytes(report["kv_bytes"].get<int64_t>()), config["ctx"].get<int64_t>(),
+             config["l3_bytes"].get<int64_t>() > 0
+                 ? fmt::format("{} MiB", config["l3_bytes"].get<int64_t>() >> 20)
+                 : std::string("unknown"),
+             report["regime"].get<std::string>());
+  fmt::print("{:>7} {:>10} {:>10} {:>14} {:>14} {:>12} {:>9}\n", "threads", "dram GB/s",
+             "cache GB/s", "roofline t/s", "roof dram t/s", "decode t/s", "fraction");
+  for (const auto& point : report["points"]) {
+    const int threads = point["threads"].get<int>();
+    std::string dram = "-", cache = "-";
+    for (const auto& b : report["bandwidth"]) {
+      if (b["threads"].get<int>() != threads) continue;
+      const auto gb_s = fmt::format("{:.2f}", b["gb_s_median"].get<double>());
+      (b["regime"] == "dram" ? dram : cache) = gb_s;
+    }
+    fmt::print("{:>7} {:>10} {:>10} {:>14.1f} {:>14.1f} {:>12.1f} {:>8.1f}%\n", threads, dram,
+               cache, point["roofline_tok_s"].get<double>(),
+               point["roofline_tok_s_by_regime"]["dram"].get<double>(),
+               point["decode_tok_s_median"].get<double>(), 100 * point["fraction"].get<double>());
+  }
+  std::fflush(stdout);
+}
+
+void write_json(const json& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("cannot write {}", path));
+  out << report.dump(1) << "\n";
+  if (!out) throw Error(fmt::format("writing {} failed", path));
+}
+
+// The gate runs on every fresh report; a rejected one is kept as out + ".rejected.json".
+int gate_and_write(const json& report, const std::string& out) {
+  const auto violations = bench::check_report(report);
+  if (!violations.empty()) {
+    const std::string rejected = out.empty() ? "" : out + ".rejected.json";
+    if (!rejected.empty()) write_json(report, rejected);
+    std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
+                 rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
+                 bench::format_violations(violations).c_str());
+    return 2;
+  }
+  if (!out.empty()) write_json(report, out);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_roofline_subcommand(CLI::App& bench, int& exit_code) {
+  auto args = std::make_shared<RooflineArgs>();
+  auto& c = args->config;
+  auto* r = bench.add_subcommand(
+      "roofline",
+      "read bandwidth, bytes per decode step, roofline tok/s and the achieved fraction");
+  r->add_option("-m,--model", c.model_path, "GGUF model")->required();
+  r->add_option("-t,--threads", args->threads, "thread counts, e.g. 1,2 (default: 1..all)");
+  r->add_option("--ctx", c.ctx, "mean context of the timed decode steps")->capture_default_str();
+  r->add_option("--n-gen", c.n_gen, "tokens generated per decode run")->capture_default_str();
+  r->add_option("--repeats", c.repeats, "measured decode runs per thread count")
+      ->capture_default_str();
+  r->add_option("--warmup", c.warmup, "unmeasured decode runs per thread count")
+      ->capture_default_str();
+  r->add_option("--bandwidth-mib", c.bandwidth_mib, "DRAM-regime buffer (several times the L3)")
+      ->capture_default_str();
+  r->add_option("--bandwidth-repeats", c.bandwidth_repeats, "bandwidth samples per point")
+      ->capture_default_str();
+  r->add_option("--l3-mib", args->l3_mib, "L3 size override (default: from sysfs; 0: none)");
+  r->add_option("--seed", c.seed, "sampler seed (greedy: unused by the draw)")
+      ->capture_default_str();
+  r->add_option("--out", args->out, "report JSON path");
+  r->add_flag("-q,--quiet", args->quiet, "no progress on stderr");
+  r->callback([args, &exit_code] {
+    if (!args->threads.empty()) args->config.threads = parse_threads(args->threads);
+    if (args->l3_mib >= 0) args->config.l3_bytes = args->l3_mib * (int64_t{1} << 20);
+    const bool quiet = args->quiet;
+    const json report = bench::run_roofline(
+        args->config, [quiet](size_t done, size_t total, const std::string& what) {
+          progress_line(quiet, done, total, what);
+        });
+    print_table(report);
+    exit_code = gate_and_write(report, args->out);
+  });
+}
+
+}  // namespace augur::cli
