@@ -203,6 +203,7 @@ struct Sample {
   int64_t cycles = 0;
   int64_t drafted = 0;
   double prefill_s = 0;
+  double decode_tok_s = 0;
   std::optional<int64_t> peak_rss_bytes;  // absent: judged by MEMORY_CLAIM, not SCHEMA
   std::vector<int64_t> tokens;            // [n_gen]
 };
@@ -218,6 +219,7 @@ struct Speedup {
   std::string subject;
   std::string baseline;
   std::string metric;
+  double value = 0;
 };
 
 struct Run {
@@ -352,7 +354,6 @@ void read_samples(const json& report, SchemaReader& schema, Run& run) {
                    {{"order", Type::kInt},
                     {"n_prompt", Type::kInt},
                     {"decode_s", Type::kNumber},
-                    {"decode_tok_s", Type::kNumber},
                     {"accepted", Type::kInt},
                     {"tau", Type::kNumber},
                     {"accept_hist", Type::kIntArray}});
@@ -368,6 +369,7 @@ void read_samples(const json& report, SchemaReader& schema, Run& run) {
     const auto cycles = schema.integer(*entry, "cycles", where);
     const auto drafted = schema.integer(*entry, "drafted", where);
     const auto prefill_s = schema.number(*entry, "prefill_s", where);
+    const auto decode_tok_s = schema.number(*entry, "decode_tok_s", where);
     auto tokens = schema.integers(*entry, "tokens", where);
     read_peak_rss(*entry, where, schema, sample.peak_rss_bytes);
     if (schema.n_defects() != defects_before) continue;
@@ -395,6 +397,7 @@ void read_samples(const json& report, SchemaReader& schema, Run& run) {
     sample.cycles = *cycles;
     sample.drafted = *drafted;
     sample.prefill_s = *prefill_s;
+    sample.decode_tok_s = *decode_tok_s;
     sample.tokens = std::move(*tokens);
     run.samples.push_back(std::move(sample));
   }
@@ -464,7 +467,7 @@ void read_summary(const json& report, SchemaReader& schema, Run& run) {
                                   name == &*subject ? "subject" : "baseline", *name));
       }
       if (schema.n_defects() == defects_before) {
-        run.speedups.push_back({pos, *subject, *baseline, *metric});
+        run.speedups.push_back({pos, *subject, *baseline, *metric, *value});
       }
     }
   }
@@ -491,6 +494,11 @@ void read_summary(const json& report, SchemaReader& schema, Run& run) {
 }
 
 // ---- evidence rules over a structurally sound run ----
+
+// True when a and b agree to a relative 1e-6 (both are written from the same doubles).
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300});
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -643,6 +651,42 @@ void check_decode_only(const Run& run, std::vector<Violation>& out) {
     if (summary == nullptr || !summary->decode_tok_s_median) {
       out.push_back({"DECODE_ONLY_MISSING",
                      fmt::format("arm '{}' ({}) has no summary decode_tok_s.median", arm, why)});
+    }
+  }
+}
+
+// A claimed number must be the one its samples give: each compared arm's summary median is the
+// median of its measured decode_tok_s, and a speedup's value is the ratio of those medians.
+void check_speedup_value(const Run& run, std::vector<Violation>& out) {
+  std::map<std::string, double> from_samples;
+  for (const auto& [arm, why] : compared_arms(run)) {
+    std::vector<double> rates;
+    for (const Sample& sample : run.samples) {
+      if (sample.arm == arm && !sample.warmup) rates.push_back(sample.decode_tok_s);
+    }
+    if (rates.empty()) continue;  // SAMPLES reports it
+    from_samples[arm] = median(rates);
+    const ArmSummary* summary = run.summary(arm);
+    if (summary != nullptr && summary->decode_tok_s_median &&
+        !close(*summary->decode_tok_s_median, from_samples[arm])) {
+      out.push_back({"SPEEDUP_VALUE",
+                     fmt::format("arm '{}' ({}): summary decode_tok_s.median is {:g} but its "
+                                 "measured samples give {:g}",
+                                 arm, why, *summary->decode_tok_s_median, from_samples[arm])});
+    }
+  }
+  for (const Speedup& speedup : run.speedups) {
+    if (speedup.metric != kDecodeMetric || !from_samples.count(speedup.subject) ||
+        !from_samples.count(speedup.baseline) || from_samples[speedup.baseline] <= 0) {
+      continue;
+    }
+    const double want = from_samples[speedup.subject] / from_samples[speedup.baseline];
+    if (!close(speedup.value, want)) {
+      out.push_back(
+          {"SPEEDUP_VALUE",
+           fmt::format("summary.speedups[{}] claims {:g}x for '{}' over '{}' but the "
+                       "measured samples give {:g}x",
+                       speedup.index, speedup.value, speedup.subject, speedup.baseline, want)});
     }
   }
 }
@@ -822,6 +866,7 @@ std::vector<Violation> check_run(const json& report, SchemaReader& schema) {
   check_samples(run, out);
   check_decode_tokens(run, out);
   check_decode_only(run, out);
+  check_speedup_value(run, out);
   check_scope(run, out);
   check_prefill_variance(run, out);
   check_equivalence(run, out);
@@ -905,11 +950,6 @@ std::vector<Violation> check_verify_curve(const json& report, SchemaReader& sche
                                               *report_rss, max_rss)});
   }
   return out;
-}
-
-// True when a and b agree to a relative 1e-6 (both are written from the same doubles).
-bool close(double a, double b) {
-  return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300});
 }
 
 // A roofline report makes no comparison between arms, so only its structure is checked, plus the

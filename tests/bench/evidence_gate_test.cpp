@@ -335,18 +335,34 @@ TEST(EvidenceGate, ArArmWithSubjectRoleIsBaselineAsSubject) {
 
 TEST(EvidenceGate, SpeedupWithArSubjectIsBaselineAsSubject) {
   json report = valid_run_report();
-  report["summary"]["speedups"].push_back({{"subject", "ar"},
-                                           {"baseline", "spec:ngram:4"},
-                                           {"metric", "decode_tok_s_median"},
-                                           {"value", 0.86}});
+  report["summary"]["speedups"].push_back(
+      {{"subject", "ar"},
+       {"baseline", "spec:ngram:4"},
+       {"metric", "decode_tok_s_median"},
+       {"value", 1.0 / report["summary"]["speedups"][0]["value"].get<double>()}});
   const auto text = expect_only_rule(report, "BASELINE_AS_SUBJECT");
   EXPECT_THAT(text, HasSubstr("speedups[2]"));
   EXPECT_THAT(text, HasSubstr("ar arm 'ar' over 'spec:ngram:4'"));
 }
 
+TEST(EvidenceGate, InflatedSpeedupValueTripsSpeedupValue) {
+  json report = valid_run_report();
+  report["summary"]["speedups"][1]["value"] = 5.0;
+  const auto text = expect_only_rule(report, "SPEEDUP_VALUE");
+  EXPECT_THAT(text, HasSubstr("claims 5x for 'spec:model:8' over 'ar'"));
+}
+
+TEST(EvidenceGate, SummaryMedianNotFromTheSamplesTripsSpeedupValue) {
+  json report = valid_run_report();
+  report["summary"]["arms"][0]["decode_tok_s"]["median"] = 1.0;
+  const auto text = expect_only_rule(report, "SPEEDUP_VALUE");
+  EXPECT_THAT(text, HasSubstr("arm 'ar'"));
+}
+
 TEST(EvidenceGate, SpeedupOfAnArmOverItselfIsSelfComparison) {
   json report = valid_run_report();
   report["summary"]["speedups"][1]["baseline"] = "spec:model:8";
+  report["summary"]["speedups"][1]["value"] = 1.0;
   const auto text = expect_only_rule(report, "SELF_COMPARISON");
   EXPECT_THAT(text, HasSubstr("compares arm 'spec:model:8' with itself"));
 }
