@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bench/build_info.h"
+#include "bench/filler.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
 #include "common/error.h"
@@ -35,19 +36,6 @@ constexpr int64_t kUbatch = 512;
 
 // Four floats in one SSE register (any target with GCC/Clang vector extensions).
 using Float4 = float __attribute__((vector_size(16)));
-
-// Deterministic filler tokens above the control ids: the decode speed does not depend on them.
-std::vector<int32_t> filler(int64_t n, int64_t n_vocab) {
-  std::vector<int32_t> tokens(static_cast<size_t>(n));
-  uint32_t x = 2463534242u;
-  for (auto& t : tokens) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    t = static_cast<int32_t>(3 + x % static_cast<uint32_t>(n_vocab - 3));
-  }
-  return tokens;
-}
 
 // The 1-minute load average (other processes compete for cores and bandwidth); -1 if unknown.
 double load_average_1m() {
@@ -290,7 +278,7 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
   sampling::SamplerConfig greedy;
   greedy.temperature = 0;
   const sampling::Sampler sampler(greedy, static_cast<int>(hp.n_vocab));
-  const auto prompt = filler(prompt_tokens, hp.n_vocab);
+  const auto prompt = filler_tokens(prompt_tokens, hp.n_vocab);
   engine::GenerateOptions options;
   options.n_predict = config.n_gen;
   options.ignore_eos = true;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench/build_info.h"
+#include "bench/filler.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
 #include "cache/kv_cache.h"
@@ -27,19 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Deterministic filler tokens (no BOS/EOS semantics needed for timing).
-std::vector<int32_t> filler(int64_t n, int64_t n_vocab) {
-  std::vector<int32_t> tokens(static_cast<size_t>(n));
-  uint32_t x = 2463534242u;
-  for (auto& t : tokens) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    t = static_cast<int32_t>(3 + x % static_cast<uint32_t>(n_vocab - 3));
-  }
-  return tokens;
 }
 
 // Median, spread and every time of a drafter proposing k tokens after `context`.
@@ -108,7 +96,7 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
 
   model::Evaluator eval(*target, pool, std::max<int64_t>(config.max_m, 64), capacity);
   cache::KvCache cache(target->hparams(), capacity);
-  const auto tokens = filler(max_ctx + config.max_m, n_vocab);
+  const auto tokens = filler_tokens(max_ctx + config.max_m, n_vocab);
   std::vector<float> logits(static_cast<size_t>(config.max_m * n_vocab));
   const size_t total = config.contexts.size() * static_cast<size_t>(config.max_m);
   size_t done = 0;

@@ -1,5 +1,5 @@
-// `augur bench run | verify-curve | check`: honest benchmarks whose reports pass the evidence
-// gate (docs/bench-report.md) before they are written.
+// `augur bench run | verify-curve | check` (and roofline, bench_roofline_command.cpp): honest
+// benchmarks whose reports pass the evidence gate (docs/bench-report.md) before they are written.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include "bench/evidence_gate.h"
 #include "bench/svg_charts.h"
 #include "bench/verify_curve.h"
+#include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "common/error.h"
 
@@ -22,38 +23,6 @@ namespace augur::cli {
 namespace {
 
 using nlohmann::json;
-
-// A progress bar on stderr: redrawn in place on a terminal, a line per 10 % otherwise.
-class ProgressBar {
- public:
-  explicit ProgressBar(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
-  void operator()(size_t done, size_t total, const std::string& what) {
-    if (quiet_ || total == 0) return;
-    const double frac = static_cast<double>(done) / static_cast<double>(total);
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double eta = done > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(frac * kWidth);
-    const std::string bar = std::string(static_cast<size_t>(filled), '#') +
-                            std::string(static_cast<size_t>(kWidth - filled), '.');
-    const std::string line = fmt::format("[{}] {}/{} {:<32} elapsed {:.0f}s eta {:.0f}s", bar, done,
-                                         total, what.substr(0, 32), elapsed, eta);
-    if (tty_) {
-      std::fprintf(stderr, "\r%s", line.c_str());
-      if (done == total) std::fprintf(stderr, "\n");
-    } else if (static_cast<int>(frac * 10) != last_decile_ || done == total) {
-      last_decile_ = static_cast<int>(frac * 10);
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    std::fflush(stderr);
-  }
-
- private:
-  bool quiet_, tty_;
-  int last_decile_ = -1;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 json read_report(const std::string& path) {
   std::ifstream in(path);
@@ -64,34 +33,6 @@ json read_report(const std::string& path) {
     // Not JSON at all: still a verdict of the gate, not a crash.
     return json(fmt::format("unparseable: {}", e.what()));
   }
-}
-
-void write_json(const json& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write {}", path));
-  out << report.dump(1) << "\n";
-  if (!out) throw Error(fmt::format("writing {} failed", path));
-}
-
-// Runs the gate on a fresh report; writes it to `out` when clean, else to out + ".rejected.json"
-// and returns 2 with the violations on stderr.
-int gate_and_write(const json& report, const std::string& out, const std::string& svg_dir) {
-  const auto violations = bench::check_report(report);
-  if (!violations.empty()) {
-    const std::string rejected = out.empty() ? "" : out + ".rejected.json";
-    if (!rejected.empty()) write_json(report, rejected);
-    std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
-                 rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
-                 bench::format_violations(violations).c_str());
-    return 2;
-  }
-  if (!out.empty()) write_json(report, out);
-  if (!svg_dir.empty()) {
-    for (const auto& file : bench::write_report_charts(report, svg_dir)) {
-      std::fprintf(stderr, "wrote %s\n", file.c_str());
-    }
-  }
-  return 0;
 }
 
 void print_run_table(const json& report) {

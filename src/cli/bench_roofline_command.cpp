@@ -12,6 +12,7 @@
 
 #include "bench/evidence_gate.h"
 #include "bench/roofline.h"
+#include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "common/error.h"
 
@@ -42,15 +43,6 @@ std::vector<int> parse_threads(const std::string& text) {
     }
   }
   return out;
-}
-
-// One stderr line per 10 % (and at the end): the roofline run is short, a redrawn bar adds little.
-void progress_line(bool quiet, size_t done, size_t total, const std::string& what) {
-  if (quiet || total == 0) return;
-  if (done * 10 / total != (done - 1) * 10 / total || done == total) {
-    std::fprintf(stderr, "[%zu/%zu] %s\n", done, total, what.c_str());
-    std::fflush(stderr);
-  }
 }
 
 std::string megabytes(int64_t bytes) {
@@ -85,28 +77,6 @@ void print_table(const json& report) {
   std::fflush(stdout);
 }
 
-void write_json(const json& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write {}", path));
-  out << report.dump(1) << "\n";
-  if (!out) throw Error(fmt::format("writing {} failed", path));
-}
-
-// The gate runs on every fresh report; a rejected one is kept as out + ".rejected.json".
-int gate_and_write(const json& report, const std::string& out) {
-  const auto violations = bench::check_report(report);
-  if (!violations.empty()) {
-    const std::string rejected = out.empty() ? "" : out + ".rejected.json";
-    if (!rejected.empty()) write_json(report, rejected);
-    std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
-                 rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
-                 bench::format_violations(violations).c_str());
-    return 2;
-  }
-  if (!out.empty()) write_json(report, out);
-  return 0;
-}
-
 }  // namespace
 
 void add_bench_roofline_subcommand(CLI::App& bench, int& exit_code) {
@@ -135,11 +105,8 @@ void add_bench_roofline_subcommand(CLI::App& bench, int& exit_code) {
   r->callback([args, &exit_code] {
     if (!args->threads.empty()) args->config.threads = parse_threads(args->threads);
     if (args->l3_mib >= 0) args->config.l3_bytes = args->l3_mib * (int64_t{1} << 20);
-    const bool quiet = args->quiet;
-    const json report = bench::run_roofline(
-        args->config, [quiet](size_t done, size_t total, const std::string& what) {
-          progress_line(quiet, done, total, what);
-        });
+    ProgressBar bar(args->quiet);
+    const json report = bench::run_roofline(args->config, std::ref(bar));
     print_table(report);
     exit_code = gate_and_write(report, args->out);
   });

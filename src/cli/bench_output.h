@@ -1,0 +1,30 @@
+// What every `augur bench` subcommand does with a fresh report: show progress while it is made,
+// run the evidence gate on it, write it (and its charts) only when it passes.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace augur::cli {
+
+// A progress bar on stderr: redrawn in place on a terminal, a line per 10 % otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool quiet);
+  void operator()(size_t done, size_t total, const std::string& what);
+
+ private:
+  bool quiet_, tty_;
+  int last_decile_ = -1;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void write_json(const nlohmann::json& report, const std::string& path);
+
+// Runs the gate on a fresh report; writes it to `out` (and charts into svg_dir) when clean, else
+// keeps it as out + ".rejected.json" and returns 2 with the violations on stderr.
+int gate_and_write(const nlohmann::json& report, const std::string& out,
+                   const std::string& svg_dir = "");
+
+}  // namespace augur::cli
