@@ -83,21 +83,6 @@ void print_curve_table(const json& report) {
   std::fflush(stdout);
 }
 
-std::vector<int64_t> parse_list(const std::string& text, const std::string& option) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    try {
-      size_t used = 0;
-      out.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw InvalidArgument(fmt::format("{}: '{}' is not a whole number", option, item));
-    }
-  }
-  return out;
-}
-
 struct RunArgs {
   bench::BenchRunConfig config;
   std::string arms = "ar";

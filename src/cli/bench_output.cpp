@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 #include "bench/evidence_gate.h"
 #include "bench/svg_charts.h"
@@ -62,6 +64,21 @@ int gate_and_write(const json& report, const std::string& out, const std::string
     }
   }
   return 0;
+}
+
+std::vector<int64_t> parse_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("{}: '{}' is not a whole number", option, item));
+    }
+  }
+  return out;
 }
 
 }  // namespace augur::cli

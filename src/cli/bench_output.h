@@ -5,6 +5,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace augur::cli {
 
@@ -26,5 +27,9 @@ void write_json(const nlohmann::json& report, const std::string& path);
 // keeps it as out + ".rejected.json" and returns 2 with the violations on stderr.
 int gate_and_write(const nlohmann::json& report, const std::string& out,
                    const std::string& svg_dir = "");
+
+// Whole numbers from a comma-separated list ("256,1024"); InvalidArgument names `option` and the
+// item that is not one.
+std::vector<int64_t> parse_list(const std::string& text, const std::string& option);
 
 }  // namespace augur::cli

@@ -29,22 +29,6 @@ struct RooflineArgs {
   bool quiet = false;
 };
 
-std::vector<int> parse_threads(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    try {
-      size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw InvalidArgument(
-          fmt::format("--threads: '{}' is not a whole number (expected e.g. 1,2)", item));
-    }
-  }
-  return out;
-}
-
 std::string megabytes(int64_t bytes) {
   return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6);
 }
@@ -103,7 +87,10 @@ void add_bench_roofline_subcommand(CLI::App& bench, int& exit_code) {
   r->add_option("--out", args->out, "report JSON path");
   r->add_flag("-q,--quiet", args->quiet, "no progress on stderr");
   r->callback([args, &exit_code] {
-    if (!args->threads.empty()) args->config.threads = parse_threads(args->threads);
+    for (int64_t t :
+         args->threads.empty() ? std::vector<int64_t>{} : parse_list(args->threads, "--threads")) {
+      args->config.threads.push_back(static_cast<int>(t));
+    }
     if (args->l3_mib >= 0) args->config.l3_bytes = args->l3_mib * (int64_t{1} << 20);
     ProgressBar bar(args->quiet);
     const json report = bench::run_roofline(args->config, std::ref(bar));
