@@ -952,18 +952,95 @@ std::vector<Violation> check_verify_curve(const json& report, SchemaReader& sche
   return out;
 }
 
+// A non-empty array of finite positive numbers (measured samples); nullopt after a defect.
+std::optional<std::vector<double>> positive_samples(const json& parent, std::string_view key,
+                                                    std::string_view where, SchemaReader& schema) {
+  const json* values = schema.array(parent, key, where);
+  if (values == nullptr) return std::nullopt;
+  if (values->empty()) {
+    schema.defect(fmt::format("{}: '{}' is empty, expected measured samples", where, key));
+    return std::nullopt;
+  }
+  std::vector<double> out;
+  for (size_t pos = 0; pos < values->size(); ++pos) {
+    const json& value = (*values)[pos];
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+      schema.defect(fmt::format("{}: '{}'[{}] is {}, expected a finite number > 0", where, key, pos,
+                                describe(value)));
+      return std::nullopt;
+    }
+    out.push_back(value.get<double>());
+  }
+  return out;
+}
+
+// A roofline point's prefill figures (present when config.prefill_tokens > 0): the medians follow
+// from their samples (and prefill_tok_s.median), prefill_gflop_s = prefill_flops /
+// prefill_tokens x prefill_tok_s_median / 1e9, prefill_peak_fraction = prefill_gflop_s /
+// peak_gflop_s.
+void check_roofline_prefill(const json& point, const std::string& where, int64_t prefill_tokens,
+                            std::optional<int64_t> prefill_flops, SchemaReader& schema) {
+  const auto tok_s = schema.number(point, "prefill_tok_s_median", where, Bound::kPositive);
+  const auto gflop_s = schema.number(point, "prefill_gflop_s", where, Bound::kPositive);
+  const auto peak = schema.number(point, "peak_gflop_s", where, Bound::kPositive);
+  const auto fraction = schema.number(point, "prefill_peak_fraction", where, Bound::kPositive);
+  const auto tok_s_samples = positive_samples(point, "samples_prefill_tok_s", where, schema);
+  const auto peak_samples = positive_samples(point, "samples_peak_gflop_s", where, schema);
+  std::optional<double> summary_median;
+  if (const json* summary = schema.object(point, "prefill_tok_s", where)) {
+    summary_median = schema.number(*summary, "median", where + ".prefill_tok_s", Bound::kPositive);
+  }
+  if (tok_s && tok_s_samples && !close(*tok_s, median(*tok_s_samples))) {
+    schema.defect(
+        fmt::format("{}: prefill_tok_s_median {} is not the median of samples_prefill_tok_s = {}",
+                    where, *tok_s, median(*tok_s_samples)));
+  }
+  if (tok_s && summary_median && !close(*tok_s, *summary_median)) {
+    schema.defect(fmt::format("{}: prefill_tok_s_median {} is not prefill_tok_s.median = {}", where,
+                              *tok_s, *summary_median));
+  }
+  if (peak && peak_samples && !close(*peak, median(*peak_samples))) {
+    schema.defect(fmt::format("{}: peak_gflop_s {} is not the median of samples_peak_gflop_s = {}",
+                              where, *peak, median(*peak_samples)));
+  }
+  if (tok_s && gflop_s && prefill_flops) {
+    const double expected =
+        static_cast<double>(*prefill_flops) / static_cast<double>(prefill_tokens) * *tok_s / 1e9;
+    if (!close(*gflop_s, expected)) {
+      schema.defect(fmt::format(
+          "{}: prefill_gflop_s {} is not prefill_flops / prefill_tokens x prefill_tok_s_median "
+          "/ 1e9 = {}",
+          where, *gflop_s, expected));
+    }
+  }
+  if (gflop_s && peak && fraction && !close(*fraction, *gflop_s / *peak)) {
+    schema.defect(
+        fmt::format("{}: prefill_peak_fraction {} is not prefill_gflop_s / peak_gflop_s = {}",
+                    where, *fraction, *gflop_s / *peak));
+  }
+}
+
 // A roofline report makes no comparison between arms, so only its structure is checked, plus the
 // arithmetic that ties its figures together: bytes_per_step = weight_bytes + kv_bytes, each point's
 // roofline_tok_s = gb_s_median of its (threads, regime) bandwidth x 1e9 / bytes_per_step, and
-// fraction = decode_tok_s_median / roofline_tok_s. All defects are SCHEMA.
+// fraction = decode_tok_s_median / roofline_tok_s; with prefill on (config.prefill_tokens > 0,
+// absent in older reports = off), check_roofline_prefill's identities. All defects are SCHEMA.
 std::vector<Violation> check_roofline(const json& report, SchemaReader& schema) {
+  int64_t prefill_tokens = 0;
   if (const json* config = schema.object(report, "config", "report")) {
     schema.require(*config, "config",
                    {{"threads", Type::kIntArray, Bound::kPositive},
                     {"ctx", Type::kInt, Bound::kPositive},
                     {"n_gen", Type::kInt, Bound::kPositive},
                     {"repeats", Type::kInt, Bound::kPositive}});
+    prefill_tokens = schema
+                         .integer(*config, "prefill_tokens", "config", Bound::kNonNegative,
+                                  /*required=*/false)
+                         .value_or(0);
   }
+  const bool prefill = prefill_tokens > 0;
+  const auto prefill_flops =
+      prefill ? schema.integer(report, "prefill_flops", "report", Bound::kPositive) : std::nullopt;
   auto known_regime = [&](const std::optional<std::string>& regime, std::string_view where) {
     if (regime && *regime != "dram" && *regime != "in_cache") {
       schema.defect(fmt::format("{}: regime '{}', expected 'dram' or 'in_cache'", where, *regime));
@@ -1021,6 +1098,7 @@ std::vector<Violation> check_roofline(const json& report, SchemaReader& schema) 
       if (threads && !seen.insert(*threads).second) {
         schema.defect(fmt::format("{}: a second point for {} threads", where, *threads));
       }
+      if (prefill) check_roofline_prefill(*point, where, prefill_tokens, prefill_flops, schema);
       if (point_regime && regime_ok && *point_regime != *regime) {
         schema.defect(fmt::format("{}: regime '{}', but the report's roofline regime is '{}'",
                                   where, *point_regime, *regime));

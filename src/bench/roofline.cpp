@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -16,9 +17,12 @@
 #include "bench/filler.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
+#include "cache/kv_cache.h"
 #include "common/error.h"
 #include "engine/generator.h"
 #include "gguf/types.h"
+#include "kernels/peak_flops.h"
+#include "model/evaluator.h"
 #include "model/model.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -91,6 +95,44 @@ void validate(const RooflineConfig& config, const std::vector<int>& threads) {
     throw InvalidArgument(
         fmt::format("--bandwidth-mib {}: expected 1..65536", config.bandwidth_mib));
   }
+  if (config.prefill_tokens < 0) {
+    throw InvalidArgument(fmt::format(
+        "--prefill {}: expected 0 (off) or a token count up to the model's training context",
+        config.prefill_tokens));
+  }
+  if (config.peak_repeats < 1) throw InvalidArgument("--peak-repeats must be at least 1");
+  AUGUR_CHECK(config.peak_fmas_per_thread >= 1, "a peak sample runs at least one FMA");
+}
+
+// Checked once the model is loaded: a prefill longer than the training context would time a
+// forward the model is not meant to run.
+void validate_prefill(const RooflineConfig& config, const model::HParams& hp) {
+  if (hp.n_ctx_train > 0 && config.prefill_tokens > hp.n_ctx_train) {
+    throw InvalidArgument(fmt::format(
+        "--prefill {}: exceeds the model's training context of {} tokens (expected 0..{})",
+        config.prefill_tokens, hp.n_ctx_train, hp.n_ctx_train));
+  }
+}
+
+// Prefill tok/s of `warmup + repeats` forwards of `prompt` (logits of the last row) on a cache
+// cleared before each; returns the measured runs' figures.
+std::vector<double> time_prefill(const model::Model& model, kernels::ThreadPool& pool,
+                                 std::span<const int32_t> prompt, int warmup, int repeats,
+                                 const std::function<void(int run)>& after_run) {
+  const auto n = static_cast<int64_t>(prompt.size());
+  cache::KvCache cache(model.hparams(), n + 1);
+  model::Evaluator eval(model, pool, kUbatch, n + 1);
+  std::vector<float> logits(static_cast<size_t>(model.hparams().n_vocab));  // [n_vocab]
+  std::vector<double> tok_s;
+  for (int run = 0; run < warmup + repeats; ++run) {
+    cache.clear();
+    const auto start = Clock::now();
+    eval.forward_last(prompt, cache.memory(), logits.data());
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (run >= warmup) tok_s.push_back(static_cast<double>(n) / s);
+    after_run(run);
+  }
+  return tok_s;
 }
 
 }  // namespace
@@ -110,6 +152,24 @@ int64_t decode_weight_bytes(const gguf::File& file) {
 
 int64_t kv_read_bytes(const model::HParams& hp, int64_t ctx) {
   return 2 * hp.n_layer * hp.n_head_kv * hp.head_dim * kKvBytesPerValue * ctx;
+}
+
+int64_t prefill_flops(const gguf::File& file, const model::HParams& hp, int64_t n_tokens,
+                      int64_t n_logit_rows) {
+  const bool tied = file.find_tensor("output.weight") == nullptr;
+  int64_t per_token = 0, output = 0;  // weights (multiply-adds) per token / per logit row
+  for (const auto& t : file.tensors()) {
+    if (t.ne.size() != 2) continue;  // norms and biases: no matmul
+    const int64_t weights = t.ne[0] * t.ne[1];
+    if (t.name == "output.weight" || (t.name == "token_embd.weight" && tied)) {
+      output += weights;
+    } else if (t.name != "token_embd.weight") {  // an untied embedding is a row lookup
+      per_token += weights;
+    }
+  }
+  const int64_t causal_pairs = n_tokens * (n_tokens + 1) / 2;  // row i attends to keys 0..i
+  return 2 * n_tokens * per_token + 2 * n_logit_rows * output +
+         2 * 2 * hp.n_layer * hp.n_head * hp.head_dim * causal_pairs;
 }
 
 StepBytes decode_step_bytes(const gguf::File& file, const model::HParams& hp, int64_t ctx) {
@@ -216,6 +276,8 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
 
   auto model = model::load_model(config.model_path);
   const model::HParams& hp = model->hparams();
+  validate_prefill(config, hp);
+  const bool prefill = config.prefill_tokens > 0;
   const StepBytes step = decode_step_bytes(model->file(), hp, config.ctx);
   const int64_t l3_bytes = config.l3_bytes >= 0 ? config.l3_bytes : l3_cache_bytes();
   const bool in_cache = l3_bytes > 0 && step.total() <= l3_bytes;
@@ -239,22 +301,32 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
                       {"bandwidth_buffer_bytes", dram_bytes},
                       {"bandwidth_repeats", config.bandwidth_repeats},
                       {"l3_bytes", l3_bytes},
+                      {"prefill_tokens", config.prefill_tokens},
                       {"seed", config.seed}};
+  if (prefill) {
+    report["config"]["peak_repeats"] = config.peak_repeats;
+    report["config"]["peak_fmas_per_thread"] = config.peak_fmas_per_thread;
+  }
   report["regime"] = regime;
   report["bytes_per_step"] = step.total();
   report["weight_bytes"] = step.weight_bytes;
   report["kv_bytes"] = step.kv_bytes;
+  const int64_t flops = prefill ? prefill_flops(model->file(), hp, config.prefill_tokens) : 0;
+  if (prefill) report["prefill_flops"] = flops;
 
   const size_t n_regimes = in_cache ? 2 : 1;
+  const size_t runs_per_phase = static_cast<size_t>(config.warmup + config.repeats);
   const size_t total =
-      threads.size() * (n_regimes + static_cast<size_t>(config.warmup + config.repeats));
+      threads.size() * (n_regimes + runs_per_phase + (prefill ? 1 + runs_per_phase : 0));
   size_t done = 0;
   auto tick = [&](const std::string& what) {
     if (progress) progress(++done, total, what);
   };
 
-  // Bandwidth first, then free the buffers so they do not sit in memory during decoding.
+  // Bandwidth (and peak FMA throughput) first, then free the buffers so they do not sit in memory
+  // during decoding.
   std::vector<BandwidthResult> bandwidth;
+  std::map<int, std::vector<double>> peak_gflop_s;  // threads -> samples
   {
     std::vector<float> dram(static_cast<size_t>(dram_bytes) / sizeof(float), 1.0f);
     std::vector<float> cached;
@@ -270,6 +342,11 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
              measure_read_bandwidth(pool, cached, config.bandwidth_repeats, kMinCacheSampleBytes)});
         tick(fmt::format("bandwidth in_cache t{}", t));
       }
+      if (prefill) {
+        peak_gflop_s[t] =
+            kernels::measure_peak_gflop_s(pool, config.peak_repeats, config.peak_fmas_per_thread);
+        tick(fmt::format("peak FMA t{}", t));
+      }
     }
   }
   report["bandwidth"] = json::array();
@@ -279,6 +356,7 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
   greedy.temperature = 0;
   const sampling::Sampler sampler(greedy, static_cast<int>(hp.n_vocab));
   const auto prompt = filler_tokens(prompt_tokens, hp.n_vocab);
+  const auto prefill_prompt = filler_tokens(config.prefill_tokens, hp.n_vocab);
   engine::GenerateOptions options;
   options.n_predict = config.n_gen;
   options.ignore_eos = true;
@@ -286,6 +364,12 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
   report["points"] = json::array();
   for (int t : threads) {
     kernels::ThreadPool pool(t);
+    std::vector<double> prefill_tok_s;
+    if (prefill) {
+      prefill_tok_s =
+          time_prefill(*model, pool, prefill_prompt, config.warmup, config.repeats,
+                       [&](int run) { tick(fmt::format("prefill t{} run {}", t, run + 1)); });
+    }
     engine::Generator gen(*model, pool, prompt_tokens + config.n_gen + 1, kUbatch);
     std::vector<double> decode_tok_s;
     for (int r = 0; r < config.warmup + config.repeats; ++r) {
@@ -315,6 +399,20 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
     point["decode_tok_s"] = spread(decode_tok_s);
     point["roofline_tok_s_by_regime"] = by_regime;
     point["fraction_by_regime"] = fraction_by_regime;
+    if (prefill) {
+      const double tok_s = median(prefill_tok_s);
+      const double peak = median(peak_gflop_s[t]);
+      // flops per token x median tok/s: the flops over the median time for an odd repeat count.
+      const double gflop_s =
+          static_cast<double>(flops) / static_cast<double>(config.prefill_tokens) * tok_s / 1e9;
+      point["prefill_tok_s_median"] = tok_s;
+      point["prefill_tok_s"] = spread(prefill_tok_s);
+      point["samples_prefill_tok_s"] = prefill_tok_s;
+      point["prefill_gflop_s"] = gflop_s;
+      point["peak_gflop_s"] = peak;
+      point["samples_peak_gflop_s"] = peak_gflop_s[t];
+      point["prefill_peak_fraction"] = gflop_s / peak;
+    }
     report["points"].push_back(point);
   }
   report["load_average_1m"] = {{"before", load_before}, {"after", load_average_1m()}};

@@ -9,6 +9,10 @@
 // buffer of exactly bytes_per_step, measured only when that fits the L3. The roofline uses
 // "in_cache" when it was measured (the step's bytes can stay cached between tokens) and "dram"
 // otherwise; both rooflines are reported per point.
+//
+// Prefill (compute-bound, unlike decode): per thread count, a forward of `prefill_tokens` filler
+// tokens on an empty cache, as tok/s and as GFLOP/s against this machine's peak FMA throughput
+// (kernels/peak_flops.h) measured on the same threads.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,13 @@ struct StepBytes {
 // achieved / roofline; 0 when the roofline is 0.
 [[nodiscard]] double roofline_fraction(double decode_tok_s, double roofline_tok_s);
 
+// Flops of prefilling `n_tokens` on an empty cache with logits for the last `n_logit_rows` rows:
+// 2 x (rows x cols) per token for every 2-D weight matrix of a forward (token_embd only when it is
+// also the output matrix; the output matrix only for logit rows), plus attention's QK^T and PV,
+// 2 x 2 x n_layer x n_head x head_dim per (query, key) pair, with n(n+1)/2 causal pairs.
+[[nodiscard]] int64_t prefill_flops(const gguf::File& file, const model::HParams& hp,
+                                    int64_t n_tokens, int64_t n_logit_rows = 1);
+
 // The sum of `values` with independent vector accumulators (the stream-read kernel).
 [[nodiscard]] float stream_sum(std::span<const float> values);
 
@@ -67,12 +78,17 @@ struct RooflineConfig {
   int64_t bandwidth_mib = 512;  // "dram" buffer; should be several times the L3
   int bandwidth_repeats = 7;    // samples per (threads, regime)
   int64_t l3_bytes = -1;        // < 0: detect (l3_cache_bytes); 0: no in_cache regime
+  int64_t prefill_tokens =
+      512;               // timed prefill per thread count (repeats/warmup as decode); 0: off
+  int peak_repeats = 7;  // peak FMA samples per thread count (only with prefill)
+  int64_t peak_fmas_per_thread = int64_t{1} << 31;  // lane-FMAs per thread per peak sample
   uint64_t seed = 1;
 };
 
 using RooflineProgress = std::function<void(size_t done, size_t total, const std::string& what)>;
 
-// Measures bandwidth and greedy decode speed at each thread count and returns the report.
+// Measures bandwidth, peak FMA throughput, prefill and greedy decode speed at each thread count
+// and returns the report.
 // InvalidArgument for a bad configuration (names the option, the value and what is allowed).
 nlohmann::json run_roofline(const RooflineConfig& config, const RooflineProgress& progress = {});
 

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/quantize_activations.h"
 
 namespace augur::kernels {
 
@@ -22,7 +24,34 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
   AUGUR_CHECK(w.data != nullptr && x != nullptr && y != nullptr, "matmul needs its buffers");
   AUGUR_CHECK(w.row_bytes == gguf::row_bytes(w.type, w.cols), "row_bytes must match type and cols");
 
-  const detail::MatmulArgs args{w.type, w.data, w.row_bytes, w.rows, w.cols, x, M, y};
+  detail::MatmulArgs args{w.type, w.data, w.row_bytes, w.rows, w.cols, x, M, y};
+  if (uses_q8_activations(w.type)) {
+    // Per calling thread, grown to the largest batch seen: decode allocates nothing.
+    thread_local std::vector<int8_t> codes;
+    thread_local std::vector<float> scales;
+    codes.resize(static_cast<size_t>(M * w.cols));
+    scales.resize(static_cast<size_t>(M * w.cols / 32));
+    args.xq = codes.data();
+    args.xd = scales.data();
+    // Pointers, not the thread_local vectors (a worker would see its own, empty ones), held in one
+    // struct so the lambda captures a single reference and std::function does not allocate.
+    const struct {
+      const float* x;
+      int8_t* codes;
+      float* scales;
+      int64_t cols;
+    } rows{x, codes.data(), scales.data(), w.cols};
+    const auto quantize = [&rows](int64_t begin, int64_t end) {
+      quantize_rows_q8_0(rows.x + begin * rows.cols, end - begin, rows.cols,
+                         rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 32));
+    };
+    // A few rows are cheaper to quantize here than to hand to the pool.
+    if (M < 16) {
+      quantize(0, M);
+    } else {
+      pool.parallel_for(M, quantize);
+    }
+  }
   struct Job {
     const detail::MatmulArgs* args;
     void (*rows)(const detail::MatmulArgs&, int64_t, int64_t);

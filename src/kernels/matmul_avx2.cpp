@@ -106,34 +106,6 @@ struct NoTail {
   AUGUR_ALWAYS_INLINE static float decode1(const uint8_t*, int64_t) { return 0.0f; }
 };
 
-struct DecodeQ8_0 : NoTail {
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-    const uint8_t* block = row + sizeof(tensor::BlockQ8_0) * s;
-    const __m256 d = _mm256_set1_ps(half_to_float(block));
-    const uint8_t* qs = block + 2;
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k));
-      w[k] = _mm256_mul_ps(widen_i8(q), d);
-    }
-  }
-};
-
-struct DecodeQ4_0 : NoTail {
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-    const uint8_t* block = row + sizeof(tensor::BlockQ4_0) * s;
-    const __m256 d = _mm256_set1_ps(half_to_float(block));
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-    const __m128i nibble = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-    const __m128i lo = _mm_sub_epi8(_mm_and_si128(packed, nibble), eight);  // elements 0..15
-    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), eight);
-    w[0] = _mm256_mul_ps(widen_i8(lo), d);
-    w[1] = _mm256_mul_ps(widen_i8(_mm_srli_si128(lo, 8)), d);
-    w[2] = _mm256_mul_ps(widen_i8(hi), d);
-    w[3] = _mm256_mul_ps(widen_i8(_mm_srli_si128(hi, 8)), d);
-  }
-};
-
 // Step s is sub-block s % 8 of super-block s / 8 (layout in tensor/blocks.h).
 struct DecodeQ4_K : NoTail {
   // d1 * nibble - m1 for the eight nibbles in the low bytes of `bytes`.
@@ -255,6 +227,100 @@ void tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const float*
   }
 }
 
+// Integer decoders of Q8_0/Q4_0 blocks: the 32 codes of block s as signed bytes, and the scale.
+struct CodesQ8_0 {
+  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
+    return row + sizeof(tensor::BlockQ8_0) * s;
+  }
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  }
+};
+
+struct CodesQ4_0 {
+  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
+    return row + sizeof(tensor::BlockQ4_0) * s;
+  }
+  // Low nibbles are elements 0..15, high nibbles 16..31; minus 8.
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+  }
+};
+
+// y[m * ldy + r] = dot(weight row r, Q8_0 activation row m) for r < NR, m < TM, as llama.cpp's
+// AVX2 vec_dot_q8_0_q8_0 / vec_dot_q4_0_q8_0 compute it: per block, eight exact int32 lane sums
+// (lane j = elements 4j..4j+3) become floats and are accumulated as acc = fma(dw * dx, sums, acc);
+// the eight lanes are summed once at the end. One chain per (r, m) pair in block order, whatever
+// TM and NR are, so the result is batch-invariant like the float kernel's.
+template <class C, int TM, int NR>
+void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
+                     const float* xd, int64_t ldx, float* y, int64_t ldy) {
+  __m256 acc[NR][TM];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t blocks = cols / 32, ldd = ldx / 32;
+  for (int64_t s = 0; s < blocks; ++s) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* block = C::block(w0 + r * row_bytes, s);
+      const __m256i q = C::codes(block);
+      const __m256i magnitude = _mm256_sign_epi8(q, q);  // |q| as unsigned bytes
+      const __m256 dw = _mm256_set1_ps(half_to_float(block));
+#pragma GCC unroll 8
+      for (int m = 0; m < TM; ++m) {
+        const __m256i x =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + m * ldx + 32 * s));
+        // |q| * (x with q's sign) = q * x; pairs of products fit int16 (|q|, |x| <= 128, 127).
+        const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, q));
+        const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+        const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(xd + m * ldd + s));
+        acc[r][m] = _mm256_fmadd_ps(d, sums, acc[r][m]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]);
+  }
+}
+
+template <class C, int TM, int NR = rows_for(TM)>
+void int_tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
+                    const float* xd, int64_t ldx, float* y, int64_t ldy) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return int_tile_block<C, TM, NR - 1>(nr, w0, row_bytes, cols, xq, xd, ldx, y, ldy);
+  }
+  int_tile_kernel<C, TM, NR>(w0, row_bytes, cols, xq, xd, ldx, y, ldy);
+}
+
+template <class C>
+void run_int(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  for_each_tile(a, row_begin, row_end, rows_for, [&a](int tm, int64_t row, int nr, int64_t m0) {
+    const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
+    const int8_t* xq = a.xq + m0 * a.cols;
+    const float* xd = a.xd + m0 * (a.cols / 32);
+    float* y = a.y + m0 * a.rows + row;
+    const size_t rb = a.row_bytes;
+    switch (tm) {
+      case 1: int_tile_block<C, 1>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 2: int_tile_block<C, 2>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 3: int_tile_block<C, 3>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 4: int_tile_block<C, 4>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 5: int_tile_block<C, 5>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 6: int_tile_block<C, 6>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      case 7: int_tile_block<C, 7>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+      default: int_tile_block<C, 8>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
+    }
+  });
+}
+
 // Runs the block of `nr` weight rows with the kernel instantiated for exactly that many.
 template <class D, int TM, int NR = rows_for(TM)>
 void tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x,
@@ -292,8 +358,8 @@ void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     case TensorType::F32: return run<DecodeF32>(a, row_begin, row_end);
     case TensorType::F16: return run<DecodeF16>(a, row_begin, row_end);
     case TensorType::BF16: return run<DecodeBF16>(a, row_begin, row_end);
-    case TensorType::Q8_0: return run<DecodeQ8_0>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run<DecodeQ4_0>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run_int<CodesQ8_0>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run_int<CodesQ4_0>(a, row_begin, row_end);
     case TensorType::Q4_K: return run<DecodeQ4_K>(a, row_begin, row_end);
     case TensorType::Q6_K: return run<DecodeQ6_K>(a, row_begin, row_end);
     default: break;

@@ -18,6 +18,10 @@ struct MatmulArgs {
   const float* x;  // [M, cols]
   int64_t M;
   float* y;  // [M, rows]
+  // For Q8_0/Q4_0 weights (uses_q8_activations): x quantized by quantize_rows_q8_0, codes
+  // [M, cols] and block scales [M, cols / 32]; null otherwise.
+  const int8_t* xq = nullptr;
+  const float* xd = nullptr;
 };
 
 // Computes y[m, r] for r in [row_begin, row_end) and every m.

@@ -693,5 +693,209 @@ TEST(EvidenceGate, VerifyCurveMemoryFiguresMustBeMeasured) {
   EXPECT_THAT(violations, SizeIs(2)) << format_violations(violations);
 }
 
+// ---- roofline reports: the prefill figures (with config.prefill_tokens > 0) ----
+
+constexpr int64_t kPrefillTokens = 512;
+constexpr int64_t kPrefillFlops = 30'720'000'000;  // 60 MFLOP per token
+const std::vector<double> kPrefillTokS = {101.0, 98.5, 103.2, 99.9, 100.4};
+const std::vector<double> kPeakGflopS = {90.1, 91.5, 89.7, 90.8, 91.0, 90.3, 90.6};
+
+// Writes a roofline point's prefill fields from its samples, as the harness does.
+void set_prefill(json& point, const std::vector<double>& tok_s, const std::vector<double>& peak,
+                 int64_t prefill_flops) {
+  const double tok_s_median = median_of(tok_s), peak_median = median_of(peak);
+  const double gflop_s = double(prefill_flops) / double(kPrefillTokens) * tok_s_median / 1e9;
+  const auto [lo, hi] = std::minmax_element(tok_s.begin(), tok_s.end());
+  point["prefill_tok_s_median"] = tok_s_median;
+  point["prefill_tok_s"] = {
+      {"median", tok_s_median}, {"min", *lo}, {"max", *hi}, {"q1", *lo}, {"q3", *hi},
+      {"iqr", *hi - *lo}};
+  point["samples_prefill_tok_s"] = tok_s;
+  point["prefill_gflop_s"] = gflop_s;
+  point["peak_gflop_s"] = peak_median;
+  point["samples_peak_gflop_s"] = peak;
+  point["prefill_peak_fraction"] = gflop_s / peak_median;
+}
+
+// A clean roofline at 1 and 2 threads, dram regime, with prefill figures on both points.
+json valid_roofline_report() {
+  json report = header("roofline");
+  report["config"] = {{"threads", {1, 2}},
+                      {"ctx", 256},
+                      {"n_gen", 64},
+                      {"prompt_tokens", 224},
+                      {"repeats", 5},
+                      {"warmup", 1},
+                      {"ubatch", 512},
+                      {"bandwidth_buffer_bytes", 536870912},
+                      {"bandwidth_repeats", 7},
+                      {"l3_bytes", 0},
+                      {"prefill_tokens", kPrefillTokens},
+                      {"peak_repeats", 7},
+                      {"peak_fmas_per_thread", 2147483648},
+                      {"seed", 1}};
+  const int64_t weight_bytes = 29002272, kv_bytes = 4194304;
+  report["regime"] = "dram";
+  report["weight_bytes"] = weight_bytes;
+  report["kv_bytes"] = kv_bytes;
+  report["bytes_per_step"] = weight_bytes + kv_bytes;
+  report["prefill_flops"] = kPrefillFlops;
+  report["bandwidth"] = json::array();
+  report["points"] = json::array();
+  for (int threads : {1, 2}) {
+    const double gb_s = threads == 1 ? 17.7 : 29.7;
+    report["bandwidth"].push_back({{"threads", threads},
+                                   {"regime", "dram"},
+                                   {"buffer_bytes", 536870912},
+                                   {"gb_s_median", gb_s},
+                                   {"gb_s_min", gb_s - 0.5},
+                                   {"gb_s_max", gb_s + 0.3},
+                                   {"samples_gb_s", {gb_s - 0.5, gb_s, gb_s + 0.3}}});
+    const double roofline = gb_s * 1e9 / double(weight_bytes + kv_bytes);
+    const double decode = threads == 1 ? 234.0 : 310.0;
+    json point = {{"threads", threads},
+                  {"regime", "dram"},
+                  {"roofline_tok_s", roofline},
+                  {"decode_tok_s_median", decode},
+                  {"fraction", decode / roofline}};
+    std::vector<double> tok_s = kPrefillTokS, peak = kPeakGflopS;
+    for (double& v : tok_s) v *= threads;
+    for (double& v : peak) v *= threads;
+    set_prefill(point, tok_s, peak, kPrefillFlops);
+    report["points"].push_back(point);
+  }
+  return report;
+}
+
+json& roofline_point(json& report) {
+  return report["points"][1];
+}
+
+TEST(EvidenceGate, ValidRooflineReportWithPrefillIsClean) {
+  expect_clean(valid_roofline_report());
+}
+
+TEST(EvidenceGate, RooflineWithoutPrefillTokensInConfigNeedsNoPrefillFields) {
+  // Reports written before prefill was measured: no config.prefill_tokens means prefill was off.
+  json report = valid_roofline_report();
+  report["config"].erase("prefill_tokens");
+  report.erase("prefill_flops");
+  for (json& point : report["points"]) {
+    for (const char* key :
+         {"prefill_tok_s_median", "prefill_tok_s", "samples_prefill_tok_s", "prefill_gflop_s",
+          "peak_gflop_s", "samples_peak_gflop_s", "prefill_peak_fraction"}) {
+      point.erase(key);
+    }
+  }
+  expect_clean(report);
+  report["config"]["prefill_tokens"] = 0;  // switched off explicitly
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, RooflineWithPrefillOnButNoPrefillFieldsIsSchema) {
+  json report = valid_roofline_report();
+  report.erase("prefill_flops");
+  roofline_point(report).erase("prefill_peak_fraction");
+  roofline_point(report).erase("samples_peak_gflop_s");
+  const auto text = expect_only_rule(report, "SCHEMA");
+  EXPECT_THAT(text, HasSubstr("report: missing 'prefill_flops'"));
+  EXPECT_THAT(text, HasSubstr("points[1]: missing 'prefill_peak_fraction'"));
+  EXPECT_THAT(text, HasSubstr("points[1]: missing 'samples_peak_gflop_s'"));
+}
+
+TEST(EvidenceGate, RooflineNonPositivePrefillFiguresAreSchema) {
+  json report = valid_roofline_report();
+  roofline_point(report)["samples_prefill_tok_s"][2] = 0;
+  roofline_point(report)["peak_gflop_s"] = -1.0;
+  const auto text = expect_only_rule(report, "SCHEMA");
+  EXPECT_THAT(text, HasSubstr("points[1]: 'samples_prefill_tok_s'[2] is number 0"));
+  EXPECT_THAT(text, HasSubstr("points[1]: 'peak_gflop_s' is number -1"));
+}
+
+TEST(EvidenceGate, PrefillMedianNotFromItsSamplesIsSchema) {
+  json report = valid_roofline_report();
+  json& point = roofline_point(report);
+  point["samples_prefill_tok_s"][4] = 400.0;  // was the median (200.8); now 202.0 is
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"),
+              HasSubstr("points[1]: prefill_tok_s_median 200.8 is not the median of "
+                        "samples_prefill_tok_s = 202"));
+}
+
+TEST(EvidenceGate, PrefillMedianOfAnEvenSampleCountIsTheMeanOfTheMiddleTwo) {
+  json report = valid_roofline_report();
+  set_prefill(roofline_point(report), {101.0, 98.0, 103.0, 99.0}, kPeakGflopS, kPrefillFlops);
+  ASSERT_DOUBLE_EQ(roofline_point(report)["prefill_tok_s_median"].get<double>(), 100.0);
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, PrefillMedianDisagreeingWithItsSpreadIsSchema) {
+  json report = valid_roofline_report();
+  roofline_point(report)["prefill_tok_s"]["median"] = 210.0;
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"),
+              HasSubstr("points[1]: prefill_tok_s_median 200.8 is not prefill_tok_s.median = 210"));
+}
+
+TEST(EvidenceGate, PrefillSpreadMedianWithinRoundingPasses) {
+  json report = valid_roofline_report();
+  json& median = roofline_point(report)["prefill_tok_s"]["median"];
+  median = median.get<double>() * (1 + 1e-9);  // written through another float path
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, PeakGflopsNotTheMedianOfItsSamplesIsSchema) {
+  json report = valid_roofline_report();
+  roofline_point(report)["samples_peak_gflop_s"][6] = 10.0;  // was the median; now 180.6 is
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"),
+              HasSubstr("points[1]: peak_gflop_s 181.2 is not the median of "
+                        "samples_peak_gflop_s = 180.6"));
+}
+
+TEST(EvidenceGate, PeakGflopsSamplesInAnyOrderPass) {
+  json report = valid_roofline_report();
+  json& samples = roofline_point(report)["samples_peak_gflop_s"];
+  std::reverse(samples.begin(), samples.end());
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, PrefillGflopsNotFromTheFlopsAndTokensPerSecondIsSchema) {
+  json report = valid_roofline_report();
+  report["prefill_flops"] = 2 * kPrefillFlops;  // the points still use the old count
+  const auto text = expect_only_rule(report, "SCHEMA");
+  for (const char* point : {"points[0]", "points[1]"}) {
+    EXPECT_THAT(text, HasSubstr(std::string(point) + ": prefill_gflop_s")) << point;
+  }
+  EXPECT_THAT(text,
+              HasSubstr("is not prefill_flops / prefill_tokens x prefill_tok_s_median / 1e9"));
+}
+
+TEST(EvidenceGate, PrefillGflopsRecomputedForAnotherFlopCountPasses) {
+  json report = valid_roofline_report();
+  const int64_t flops = 3 * kPrefillFlops;
+  report["prefill_flops"] = flops;
+  for (json& point : report["points"]) {
+    set_prefill(point, point["samples_prefill_tok_s"].get<std::vector<double>>(),
+                point["samples_peak_gflop_s"].get<std::vector<double>>(), flops);
+  }
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, PrefillPeakFractionNotGflopsOverPeakIsSchema) {
+  json report = valid_roofline_report();
+  json& point = roofline_point(report);
+  point["prefill_peak_fraction"] = 2 * point["prefill_peak_fraction"].get<double>();
+  const auto text = expect_only_rule(report, "SCHEMA");
+  EXPECT_THAT(text, HasSubstr("points[1]: prefill_peak_fraction"));
+  EXPECT_THAT(text, HasSubstr("is not prefill_gflop_s / peak_gflop_s"));
+}
+
+TEST(EvidenceGate, PrefillAbovePeakIsReportedAsIs) {
+  // A fraction over 1 means the peak was measured badly (a loaded machine), not a broken report.
+  json report = valid_roofline_report();
+  set_prefill(roofline_point(report), {5000.0, 5100.0, 5200.0}, {100.0, 101.0, 102.0},
+              kPrefillFlops);
+  ASSERT_GT(roofline_point(report)["prefill_peak_fraction"].get<double>(), 1.0);
+  expect_clean(report);
+}
+
 }  // namespace
 }  // namespace augur::bench

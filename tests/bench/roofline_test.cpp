@@ -1,9 +1,12 @@
-// `augur bench roofline`: the bytes a decode step reads (checked against the GGUF tensor list and
-// metadata, computed here independently), the roofline arithmetic, the stream-read kernel, the
-// gate's SCHEMA checks for kind "roofline" (a clean report passes, planted defects fail), and a
-// short CLI run. Behaviour only: no timing thresholds.
+// `augur bench roofline`: the bytes a decode step reads and the flops of a prefill (checked against
+// the GGUF metadata, computed here independently), the roofline arithmetic, the stream-read
+// kernel, the gate's SCHEMA checks for kind "roofline" (a clean report passes, planted defects
+// fail), a small in-process run with prefill and a short CLI run. Behaviour only: no timing
+// thresholds.
 #include "bench/roofline.h"
 
+#include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +16,8 @@
 #include <numeric>
 
 #include "bench/evidence_gate.h"
+#include "bench/statistics.h"
+#include "common/error.h"
 #include "model/model.h"
 #include "support/gguf_rewrite.h"
 #include "support/reference.h"
@@ -48,6 +53,22 @@ int64_t expected_kv_bytes(const gguf::File& file, int64_t ctx) {
   const int64_t n_head_kv = file.get_int("llama.attention.head_count_kv");
   const int64_t head_dim = file.get_int("llama.embedding_length") / n_head;
   return 2 * n_layer * n_head_kv * head_dim * 4 * ctx;
+}
+
+// Prefill flops from the llama metadata alone: per layer, Q and O (n_embd x n_embd), K and V
+// (n_embd x kv_dim), gate, up and down (n_embd x n_ff) for every token; the output matrix
+// (n_embd x n_vocab) for each logit row; QK^T and PV, 2 x 2 x q_dim per causal (query, key) pair.
+int64_t expected_prefill_flops(const gguf::File& file, int64_t n, int64_t logit_rows) {
+  const int64_t n_embd = file.get_int("llama.embedding_length");
+  const int64_t n_ff = file.get_int("llama.feed_forward_length");
+  const int64_t n_layer = file.get_int("llama.block_count");
+  const int64_t n_head = file.get_int("llama.attention.head_count");
+  const int64_t n_head_kv = file.get_int("llama.attention.head_count_kv");
+  const auto n_vocab = static_cast<int64_t>(file.get_string_array("tokenizer.ggml.tokens").size());
+  const int64_t kv_dim = n_embd / n_head * n_head_kv;
+  const int64_t per_layer = 2 * n_embd * n_embd + 2 * n_embd * kv_dim + 3 * n_embd * n_ff;
+  return 2 * n * n_layer * per_layer + 2 * logit_rows * n_embd * n_vocab +
+         4 * n_layer * n_embd * (n * (n + 1) / 2);
 }
 
 json failing_rules(const json& report) {
@@ -97,6 +118,31 @@ TEST(RooflineBytes, KvBytesGrowLinearlyWithContext) {
   EXPECT_EQ(kv_read_bytes(hp, 300), 300 * kv_read_bytes(hp, 1));
 }
 
+TEST(PrefillFlops, Q8TargetCountsMatmulsPerTokenOutputPerLogitRowAndCausalAttention) {
+  const auto model = model::load_model(q8_target());
+  const gguf::File& file = model->file();
+  for (int64_t n : {1, 16, 512}) {
+    EXPECT_EQ(prefill_flops(file, model->hparams(), n), expected_prefill_flops(file, n, 1))
+        << "n = " << n;
+    EXPECT_EQ(prefill_flops(file, model->hparams(), n, n), expected_prefill_flops(file, n, n))
+        << "n = " << n;
+  }
+}
+
+TEST(PrefillFlops, TiedEmbeddingCountsAsTheOutputMatrix) {
+  const auto tied_path = testing::temp_path("tied-flops.gguf");
+  testing::rewrite_gguf(q8_target(), tied_path, {.drop_tensors = {"output.weight"}});
+  const auto tied = model::load_model(tied_path);
+  const auto untied = model::load_model(q8_target());
+  // token_embd has the output matrix's shape, so dropping output.weight changes nothing, while an
+  // untied token_embd (a row lookup) is not counted at all.
+  EXPECT_EQ(prefill_flops(tied->file(), tied->hparams(), 64),
+            prefill_flops(untied->file(), untied->hparams(), 64));
+  EXPECT_EQ(prefill_flops(tied->file(), tied->hparams(), 64),
+            expected_prefill_flops(tied->file(), 64, 1));
+  std::filesystem::remove(tied_path);
+}
+
 TEST(RooflineArithmetic, RooflineIsBandwidthOverBytesPerStep) {
   EXPECT_DOUBLE_EQ(roofline_tok_s(10.0, 20'000'000), 500.0);  // 10e9 B/s / 20e6 B
   EXPECT_DOUBLE_EQ(roofline_tok_s(3.5, 7'000'000), 3.5e9 / 7e6);
@@ -125,6 +171,91 @@ TEST(ReadBandwidth, GivesOnePositiveFigurePerSample) {
   for (double g : gb_s) EXPECT_TRUE(std::isfinite(g) && g > 0) << g;
 }
 
+// A tiny in-process run: the fixture model, one or two threads, small buffers and counts.
+RooflineConfig tiny_config() {
+  RooflineConfig config;
+  config.model_path = (testing::fixtures_dir() / "tiny-llama.gguf").string();
+  config.threads = {1, 2};
+  config.ctx = 8;
+  config.n_gen = 4;
+  config.repeats = 2;
+  config.warmup = 0;
+  config.bandwidth_mib = 1;
+  config.bandwidth_repeats = 1;
+  config.l3_bytes = 0;
+  config.prefill_tokens = 16;
+  config.peak_repeats = 3;
+  config.peak_fmas_per_thread = 1 << 20;
+  return config;
+}
+
+TEST(RunRoofline, TinyModelReportsPrefillAgainstPeakAndPassesTheGate) {
+  const RooflineConfig config = tiny_config();
+  const json r = run_roofline(config);
+  EXPECT_EQ(format_violations(check_report(r)), "");
+  EXPECT_EQ(r["config"]["prefill_tokens"], 16);
+  const auto model = model::load_model(config.model_path);
+  const int64_t flops = expected_prefill_flops(model->file(), 16, 1);
+  EXPECT_EQ(r["prefill_flops"].get<int64_t>(), flops);
+  ASSERT_EQ(r["points"].size(), 2u);
+  for (const auto& p : r["points"]) {
+    const auto tok_s = p["samples_prefill_tok_s"].get<std::vector<double>>();
+    const auto peak = p["samples_peak_gflop_s"].get<std::vector<double>>();
+    ASSERT_EQ(tok_s.size(), 2u);  // repeats, warm-ups excluded
+    ASSERT_EQ(peak.size(), 3u);   // peak_repeats
+    for (double v : tok_s) EXPECT_GT(v, 0);
+    for (double v : peak) EXPECT_GT(v, 0);
+    EXPECT_DOUBLE_EQ(p["prefill_tok_s_median"].get<double>(), median(tok_s));
+    EXPECT_EQ(p["prefill_tok_s"], spread(tok_s));
+    EXPECT_DOUBLE_EQ(p["peak_gflop_s"].get<double>(), median(peak));
+    EXPECT_DOUBLE_EQ(p["prefill_gflop_s"].get<double>(),
+                     static_cast<double>(flops) / 16 * median(tok_s) / 1e9);
+    EXPECT_DOUBLE_EQ(p["prefill_peak_fraction"].get<double>(),
+                     p["prefill_gflop_s"].get<double>() / median(peak));
+    EXPECT_GT(p["decode_tok_s_median"].get<double>(), 0);  // decoding still measured
+  }
+}
+
+TEST(RunRoofline, PrefillZeroMeasuresNeitherPrefillNorPeak) {
+  RooflineConfig config = tiny_config();
+  config.threads = {1};
+  config.prefill_tokens = 0;
+  const json r = run_roofline(config);
+  EXPECT_EQ(format_violations(check_report(r)), "");
+  EXPECT_FALSE(r.contains("prefill_flops"));
+  ASSERT_EQ(r["points"].size(), 1u);
+  for (const char* key : {"prefill_tok_s_median", "peak_gflop_s", "prefill_peak_fraction"}) {
+    EXPECT_FALSE(r["points"][0].contains(key)) << key;
+  }
+}
+
+TEST(RunRoofline, PrefillBeyondTheTrainingContextIsRejectedNamingPrefill) {
+  RooflineConfig config = tiny_config();
+  const auto file = gguf::File::open(config.model_path);
+  const int64_t n_ctx_train = file->get_int("llama.context_length");
+  config.prefill_tokens = n_ctx_train + 1;
+  try {
+    (void)run_roofline(config);
+    FAIL() << "a prefill of " << config.prefill_tokens << " tokens was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()),
+                ::testing::HasSubstr(fmt::format("--prefill {}", n_ctx_train + 1)));
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(std::to_string(n_ctx_train)));
+  }
+}
+
+TEST(RunRoofline, PrefillAtTheTrainingContextIsTimed) {
+  // The default --ctx (256) is below a 512-token prefill: the prefill gets a cache of its own.
+  RooflineConfig config = tiny_config();
+  config.model_path = q8_target().string();
+  config.threads = {1};
+  config.repeats = 1;
+  config.prefill_tokens = gguf::File::open(q8_target())->get_int("llama.context_length");
+  const json r = run_roofline(config);
+  EXPECT_EQ(format_violations(check_report(r)), "");
+  EXPECT_EQ(r["points"][0]["samples_prefill_tok_s"].size(), 1u);
+}
+
 // One short real run through the CLI (in-cache regime forced with --l3-mib), shared by the tests.
 class ShortRoofline : public ::testing::Test {
  protected:
@@ -134,7 +265,7 @@ class ShortRoofline : public ::testing::Test {
     result_ = new testing::CommandResult(testing::run_command(
         quote(testing::augur_bin()) + " bench roofline -m " + quote(q8_target()) +
         " -t 1 --ctx 16 --n-gen 8 --repeats 2 --warmup 0 --bandwidth-mib 64 "
-        "--bandwidth-repeats 2 --l3-mib 64 --out " +
+        "--bandwidth-repeats 2 --l3-mib 64 --prefill 16 --peak-repeats 2 --out " +
         quote(*dir_ / "roofline.json")));
   }
   static void TearDownTestSuite() {
@@ -158,6 +289,9 @@ TEST_F(ShortRoofline, ExitsZeroAndWritesARooflineReport) {
   EXPECT_EQ(r["config"]["threads"], json::array({1}));
   EXPECT_EQ(r["config"]["ctx"], 16);
   EXPECT_NE(result_->out.find("roofline regime: in_cache"), std::string::npos) << result_->out;
+  EXPECT_EQ(r["config"]["prefill_tokens"], 16);
+  EXPECT_NE(result_->out.find("prefill 16 tokens"), std::string::npos) << result_->out;
+  EXPECT_NE(result_->out.find("prefill t/s"), std::string::npos) << result_->out;
 }
 
 TEST_F(ShortRoofline, ReportsStepBytesFromTheModelFile) {
@@ -215,6 +349,14 @@ TEST_F(ShortRoofline, PlantedDefectsFailWithSchema) {
        }},
       {"decode speed a string", [](json& r) { r["points"][0]["decode_tok_s_median"] = "fast"; }},
       {"config without ctx", [](json& r) { r["config"].erase("ctx"); }},
+      {"prefill on without flops", [](json& r) { r.erase("prefill_flops"); }},
+      {"peak fraction off", [](json& r) { r["points"][0]["prefill_peak_fraction"] = 0.999999; }},
+      {"prefill median off",
+       [](json& r) {
+         r["points"][0]["prefill_tok_s_median"] =
+             2 * r["points"][0]["prefill_tok_s_median"].get<double>();
+       }},
+      {"peak samples missing", [](json& r) { r["points"][0].erase("samples_peak_gflop_s"); }},
   };
   for (const auto& [name, plant] : defects) {
     json bad = clean;

@@ -224,14 +224,28 @@ TEST_P(LlamaQuantizeTypes, OutputIsTheLlamaQuantizeFileByteForByte) {
   EXPECT_TRUE(testing::slurp(out) == testing::slurp(fixture("tiny-llama-" + type + ".gguf")));
 }
 
-TEST_P(LlamaQuantizeTypes, OutputLogitsMatchTheFixturesUpcastReference) {
+// augur computes Q8_0/Q4_0 products as llama.cpp does (integer dots on Q8_0 activations), so the
+// file's logits match llama.cpp's quantized reference: within logits_atol_f32_engine everywhere
+// and within logits_atol (llama.cpp's own noise) on most rows (tests/model/fixture_test.cpp
+// explains the rare rows that depart).
+TEST_P(LlamaQuantizeTypes, OutputLogitsMatchTheFixturesQuantizedReference) {
   const std::string type = GetParam();
   const auto out = path("out.gguf");
   ASSERT_EQ(quantize(fixture("tiny-llama.gguf"), out, type).exit_code, 0);
   const Reference ref("tiny-llama-" + type);
-  const float atol = ref.ref["recommended_tolerance"]["upcast_logits_atol"].get<float>();
-  const auto d = deviation(prompt_logits(out, ref), ref.upcast_logits(), ref.n_vocab);
-  EXPECT_LE(d.max_abs, atol) << type;
+  const auto& tolerance = ref.ref["recommended_tolerance"];
+  const auto got = prompt_logits(out, ref);
+  const auto want = ref.main_logits();
+  EXPECT_LE(deviation(got, want, ref.n_vocab).max_abs,
+            tolerance["logits_atol_f32_engine"].get<float>())
+      << type;
+  const auto rows = static_cast<int64_t>(want.size()) / ref.n_vocab;
+  int64_t tight = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    tight += testing::max_abs_diff(got.data() + r * ref.n_vocab, want.data() + r * ref.n_vocab,
+                                   ref.n_vocab) <= tolerance["logits_atol"].get<float>();
+  }
+  EXPECT_GE(2 * tight, rows) << type << ": only " << tight << " of " << rows << " rows tight";
 }
 
 TEST_P(LlamaQuantizeTypes, ThreadCountAndChunkSizeDoNotChangeTheBytes) {

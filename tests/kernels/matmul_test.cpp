@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/quantize_activations.h"
 #include "tensor/matrix.h"
 #include "tensor/quantize.h"
 
@@ -80,7 +81,21 @@ struct Reference {
   std::vector<double> magnitude;  // [M, rows]: sum |w x|, the scale of rounding error
 };
 
-Reference reference(const tensor::Matrix& w, const std::vector<float>& x, int64_t M) {
+// The activations the kernel multiplies: x itself, or for Q8_0/Q4_0 weights x after Q8_0
+// quantization (decoded back to floats, d * q, exactly representable in double).
+std::vector<double> effective_activations(gguf::TensorType type, const std::vector<float>& x,
+                                          int64_t M, int64_t cols) {
+  if (!uses_q8_activations(type)) return {x.begin(), x.end()};
+  std::vector<int8_t> q(x.size());
+  std::vector<float> d(x.size() / 32);
+  quantize_rows_q8_0(x.data(), M, cols, q.data(), d.data());
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = double(d[i / 32]) * q[i];
+  return out;
+}
+
+Reference reference(const tensor::Matrix& w, const std::vector<float>& x_in, int64_t M) {
+  const auto x = effective_activations(w.type, x_in, M, w.cols);
   Reference ref;
   ref.y.assign(static_cast<size_t>(M * w.rows), 0.0);
   ref.magnitude.assign(ref.y.size(), 0.0);
@@ -90,7 +105,7 @@ Reference reference(const tensor::Matrix& w, const std::vector<float>& x, int64_
     for (int64_t m = 0; m < M; ++m) {
       double sum = 0, mag = 0;
       for (int64_t c = 0; c < w.cols; ++c) {
-        const double term = double(row[c]) * x[m * w.cols + c];
+        const double term = double(row[c]) * x[static_cast<size_t>(m * w.cols + c)];
         sum += term;
         mag += std::fabs(term);
       }
@@ -167,11 +182,27 @@ TEST_P(MatmulTest, MatchesDoubleReferenceForAllShapesAndThreadCounts) {
   }
 }
 
+// Block scale and signed code of element c of a Q8_0 / Q4_0 row, straight from the bytes.
+std::pair<float, int> scale_and_code(TensorType type, const uint8_t* row, int64_t c) {
+  const size_t block_bytes = gguf::traits(type).block_bytes;
+  const uint8_t* block = row + block_bytes * static_cast<size_t>(c / 32);
+  uint16_t h;
+  std::memcpy(&h, block, 2);
+  const int i = static_cast<int>(c % 32);
+  const int code = type == TensorType::Q8_0
+                       ? int{static_cast<int8_t>(block[2 + i])}
+                       : (i < 16 ? (block[2 + i] & 0x0F) : (block[2 + i - 16] >> 4)) - 8;
+  return {tensor::fp16_to_fp32(h), code};
+}
+
 // With x = identity, y[m, r] = W[r, m] exactly: the kernel's weights are bit-identical to
-// dequantize_row's. M = cols also exercises the large-M tiling.
+// dequantize_row's. For Q8_0/Q4_0 (integer products on Q8_0 activations) the one-hot activation
+// becomes code 127 with scale dx = fp16(1/127), so y = (dw * dx) * (127 * code), one rounding each:
+// every weight code and scale is still recovered exactly. M = cols also exercises large-M tiling.
 TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
   const TensorType type = std::get<0>(GetParam());
   ThreadPool pool(2);
+  const float dx = tensor::fp16_to_fp32(tensor::fp32_to_fp16(1.0f / 127.0f));
   for (int64_t cols : test_cols(type)) {
     const int64_t rows = 19;
     const auto w = make_weights(type, rows, cols, 77);
@@ -182,9 +213,36 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
       tensor::dequantize_row(type, w.matrix.row(r), row.data(), cols);
-      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(y[c * rows + r], row[c]) << r << ", " << c;
+      for (int64_t c = 0; c < cols; ++c) {
+        float want = row[c];
+        if (uses_q8_activations(type)) {
+          const auto [dw, code] = scale_and_code(type, w.matrix.row(r), c);
+          want = (dw * dx) * static_cast<float>(127 * code);
+        }
+        ASSERT_EQ(y[c * rows + r], want) << r << ", " << c;
+      }
     }
   }
+}
+
+// The portable and AVX2 integer kernels do the same float operations in the same order.
+TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
+  if (!cpu_supports(Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 path to compare";
+  ThreadPool pool(2);
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    const auto w = make_weights(type, 23, 320, 5);
+    for (int64_t M : {1, 3, 8, 13, 40}) {
+      const auto x = random_activations(M, 320, 6);
+      std::vector<float> scalar(static_cast<size_t>(M * 23)), avx2(scalar.size());
+      set_isa_for_testing(Isa::kScalar);
+      matmul(w.matrix, x.data(), M, scalar.data(), pool);
+      set_isa_for_testing(Isa::kAvx2);
+      matmul(w.matrix, x.data(), M, avx2.data(), pool);
+      EXPECT_EQ(std::memcmp(scalar.data(), avx2.data(), scalar.size() * 4), 0)
+          << gguf::type_name(type) << " M " << M;
+    }
+  }
+  set_isa_for_testing(select_isa(nullptr));
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<TensorType, Isa>>& info) {

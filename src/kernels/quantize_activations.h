@@ -1,0 +1,23 @@
+// Activation rows in Q8_0 blocks, for the integer dot products of Q8_0 and Q4_0 weights.
+// llama.cpp computes those products on Q8_0-quantized activations (ggml-cpu's x86
+// quantize_row_q8_0), so doing the same, bit for bit, makes augur's logits match its quantized
+// references to rounding noise instead of only its F32-upcast ones (FIXTURES.md section 7), and
+// the integer products are cheaper than decoding weights to floats.
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace augur::kernels {
+
+// Whether matmul with weights of `type` runs on Q8_0 activations (Q8_0 and Q4_0 weights).
+bool uses_q8_activations(gguf::TensorType type);
+
+// Quantizes `rows` rows of `cols` floats (cols a multiple of 32) into int8 codes qs[rows * cols]
+// and per-block scales d[rows * cols / 32], exactly as ggml-cpu's x86 quantize_row_q8_0:
+// amax = max |x| over the block; the stored scale is fp16(amax / 127) (returned here as the
+// float it decodes to); codes are x * (127 / amax) rounded to nearest even (0 when amax is 0).
+void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d);
+
+}  // namespace augur::kernels
