@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "kernels/isa.h"
 #include "tensor/matrix.h"
 
 namespace augur::kernels {
@@ -11,8 +12,13 @@ bool uses_q8_activations(gguf::TensorType type) {
   return type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0;
 }
 
+namespace detail {
+void quantize_rows_q8_0_avx2(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d);
+}  // namespace detail
+
 void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d) {
   AUGUR_CHECK(cols % 32 == 0, "Q8_0 activation rows are whole blocks of 32");
+  if (current_isa() == Isa::kAvx2) return detail::quantize_rows_q8_0_avx2(x, rows, cols, qs, d);
   const int64_t blocks = rows * (cols / 32);
   for (int64_t b = 0; b < blocks; ++b) {
     const float* v = x + 32 * b;

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "tensor/matrix.h"
 
 namespace augur::kernels {
@@ -68,6 +70,35 @@ TEST(QuantizeActivations, AllZeroBlockHasZeroScaleAndCodes) {
   const auto out = quantize(x);
   EXPECT_EQ(out.d[0], 0.0f);
   for (int8_t q : out.q) EXPECT_EQ(q, 0);
+}
+
+// Every kernel path gives the same bytes, on random rows and on rows full of halfway codes.
+TEST(QuantizeActivations, EveryPathGivesTheSameCodesAndScales) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(64 * 32);
+  for (auto& v : x) v = normal(rng);
+  for (int b = 0; b < 8; ++b) {  // blocks with amax 127, so codes are the values: exact halves
+    x[32 * b] = 127.0f;
+    for (int i = 1; i < 32; ++i) x[32 * b + i] = static_cast<float>(i % 7) - 3.5f;
+  }
+  std::vector<std::vector<int8_t>> codes;
+  std::vector<std::vector<float>> scales;
+  for (Isa isa : supported_isas()) {
+    set_isa_for_testing(isa);
+    codes.emplace_back(x.size());
+    scales.emplace_back(x.size() / 32);
+    quantize_rows_q8_0(x.data(), 4, 16 * 32, codes.back().data(), scales.back().data());
+  }
+  set_isa_for_testing(select_isa(nullptr));
+  for (size_t i = 1; i < codes.size(); ++i) {
+    EXPECT_EQ(codes[i], codes[0]) << isa_name(supported_isas()[i]);
+    EXPECT_EQ(scales[i], scales[0]) << isa_name(supported_isas()[i]);
+  }
+  EXPECT_EQ(codes[0][1], -2);  // -2.5 rounds to even
+  EXPECT_EQ(codes[0][2], -2);  // -1.5 too
+  EXPECT_EQ(codes[0][4], 0);   // 0.5
+  EXPECT_EQ(codes[0][6], 2);   // 2.5
 }
 
 TEST(QuantizeActivations, OnlyQ8_0AndQ4_0WeightsUseThem) {
