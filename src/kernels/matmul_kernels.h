@@ -28,37 +28,39 @@ struct MatmulArgs {
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
-// Activation rows computed together against one weight row (one register tile).
-inline constexpr int kMaxTileRows = 8;
 // For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays
 // in L1 while every tile of activation rows passes over it, and each tile of activation rows stays
 // in L2 while it meets every row of the chunk.
 inline constexpr size_t kChunkBytes = 16 * 1024;
 
 // Calls tile(tm, row, nr, m0) for blocks of nr <= rows_for(tm) consecutive weight rows in
-// [row_begin, row_end) and every tile of tm <= kMaxTileRows activation rows starting at m0, in a
-// cache-friendly order. Grouping weight rows gives a kernel independent FMA chains without
-// splitting any one dot product into several accumulators, so a (weight row, activation row)
-// pair is reduced in the same order whatever the block shape (batch invariance).
+// [row_begin, row_end) and every tile of tm <= max_tm activation rows starting at m0, in a
+// cache-friendly order: M <= max_tm is one tile streaming the weights once; a larger M is cut
+// into tiles of max_tm rows that meet the weights chunk by chunk. Grouping weight rows gives a
+// kernel independent FMA chains without splitting any one dot product into several accumulators, so
+// a (weight row, activation row) pair is reduced in the same order whatever the block shape (batch
+// invariance).
 template <class RowsFor, class Tile>
-void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, RowsFor&& rows_for,
-                   Tile&& tile) {
+void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, int max_tm,
+                   RowsFor&& rows_for, Tile&& tile) {
   const auto blocks = [&](int tm, int64_t begin, int64_t end, int64_t m0) {
     const int64_t per = rows_for(tm);
     for (int64_t row = begin; row < end; row += per) {
       tile(tm, row, static_cast<int>(end - row < per ? end - row : per), m0);
     }
   };
-  if (a.M <= kMaxTileRows) {
+  if (a.M <= max_tm) {
     blocks(static_cast<int>(a.M), row_begin, row_end, 0);
     return;
   }
-  const auto chunk_rows =
-      static_cast<int64_t>(a.row_bytes >= kChunkBytes ? 1 : kChunkBytes / a.row_bytes);
+  // A whole number of full row blocks per chunk, so no chunk ends in a narrower block.
+  const int64_t per = rows_for(max_tm);
+  const auto fit = static_cast<int64_t>(a.row_bytes >= kChunkBytes ? 1 : kChunkBytes / a.row_bytes);
+  const int64_t chunk_rows = fit < per ? per : fit / per * per;
   for (int64_t chunk = row_begin; chunk < row_end; chunk += chunk_rows) {
     const int64_t chunk_end = row_end - chunk < chunk_rows ? row_end : chunk + chunk_rows;
-    for (int64_t m0 = 0; m0 < a.M; m0 += kMaxTileRows) {
-      const int tm = static_cast<int>(a.M - m0 < kMaxTileRows ? a.M - m0 : kMaxTileRows);
+    for (int64_t m0 = 0; m0 < a.M; m0 += max_tm) {
+      const int tm = static_cast<int>(a.M - m0 < max_tm ? a.M - m0 : max_tm);
       blocks(tm, chunk, chunk_end, m0);
     }
   }

@@ -150,7 +150,7 @@ void int_tile_kernel(const uint8_t* wrow, int64_t cols, const int8_t* xq, const 
 template <class C>
 void run_int(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   for_each_tile(
-      a, row_begin, row_end, [](int) { return 1; },
+      a, row_begin, row_end, 8, [](int) { return 1; },
       [&a](int tm, int64_t row, int, int64_t m0) {
         const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
         const int8_t* xq = a.xq + m0 * a.cols;
@@ -172,7 +172,7 @@ void run_int(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 template <class D>
 void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   for_each_tile(
-      a, row_begin, row_end, [](int) { return 1; },
+      a, row_begin, row_end, 8, [](int) { return 1; },
       [&a](int tm, int64_t row, int, int64_t m0) {
         const uint8_t* wrow = a.w + row * static_cast<int64_t>(a.row_bytes);
         const float* x = a.x + m0 * a.cols;
