@@ -1,7 +1,9 @@
-// AVX2 + FMA + F16C matmul path. Each weight row is decoded 32 elements at a time into four
-// registers (F16 via vcvtph2ps, quantized blocks with their scale applied exactly as ggml's
-// reference dequantizer does), then multiplied into a tile of up to 8 activation rows with FMA,
-// blocks of several weight rows giving independent FMA chains (one chain per row pair).
+// AVX2 + FMA + F16C matmul path, three kernels:
+// - F32/F16/BF16 (float_tile_kernel): 8 columns of up to 3 activation rows meet up to 4 weight
+//   rows decoded 8 at a time (F16 via vcvtph2ps), one FMA chain per (weight row, activation row);
+// - Q8_0/Q4_0 (int_tile_kernel): llama.cpp's integer dot products on Q8_0 activations;
+// - Q4_K/Q6_K (tile_kernel): 32 weights decoded per step with their scales applied exactly as
+//   ggml's reference dequantizer does, then FMA into a tile of up to 8 activation rows.
 // Compiled with -mavx2 -mfma -mf16c -mbmi2 and only called when the CPU has them, so this file
 // uses no inline function or template shared with other files (those could be kept by the linker
 // for everyone): helpers are file-local and std:: headers are avoided.
@@ -59,13 +61,7 @@ inline float hsum(__m256 v) {
 }
 
 struct DecodeF32 {
-  static constexpr bool kHasTail = true;
   static constexpr int kStepBytes = 128;  // bytes of weights per 32-element step (for prefetch)
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-    const auto* p = reinterpret_cast<const float*>(row) + 32 * s;
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) w[k] = _mm256_loadu_ps(p + 8 * k);
-  }
   AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
   }
@@ -77,12 +73,7 @@ struct DecodeF32 {
 };
 
 struct DecodeF16 {
-  static constexpr bool kHasTail = true;
   static constexpr int kStepBytes = 64;
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
-  }
   AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)));
   }
@@ -92,12 +83,7 @@ struct DecodeF16 {
 };
 
 struct DecodeBF16 {
-  static constexpr bool kHasTail = true;
   static constexpr int kStepBytes = 64;
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) w[k] = decode8(row, 32 * s + 8 * k);
-  }
   AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t* row, int64_t c) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -110,15 +96,8 @@ struct DecodeBF16 {
   }
 };
 
-// Blocked types have no tail: a row is a whole number of blocks.
-struct NoTail {
-  static constexpr bool kHasTail = false;
-  AUGUR_ALWAYS_INLINE static __m256 decode8(const uint8_t*, int64_t) { return _mm256_setzero_ps(); }
-  AUGUR_ALWAYS_INLINE static float decode1(const uint8_t*, int64_t) { return 0.0f; }
-};
-
 // Step s is sub-block s % 8 of super-block s / 8 (layout in tensor/blocks.h).
-struct DecodeQ4_K : NoTail {
+struct DecodeQ4_K {
   static constexpr int kStepBytes = sizeof(tensor::BlockQ4_K) / 8;
   // d1 * nibble - m1 for the eight nibbles in the low bytes of `bytes`.
   AUGUR_ALWAYS_INLINE static __m256 scale_nibbles(__m128i bytes, __m256 d1, __m256 m1) {
@@ -151,7 +130,7 @@ struct DecodeQ4_K : NoTail {
 };
 
 // Step s is part p = s % 8 of super-block s / 8: half p / 4, quarter k = p % 4 (tensor/blocks.h).
-struct DecodeQ6_K : NoTail {
+struct DecodeQ6_K {
   static constexpr int kStepBytes = sizeof(tensor::BlockQ6_K) / 8;
   AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
     const uint8_t* block = row + sizeof(tensor::BlockQ6_K) * (s / 8);
@@ -216,28 +195,10 @@ void tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const float*
       }
     }
   }
-  float tail[NR][TM] = {};
-  if constexpr (D::kHasTail) {
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t* wrow = w0 + r * row_bytes;
-      int64_t c = steps * 32;
-      for (; c + 8 <= cols; c += 8) {
-        const __m256 wv = D::decode8(wrow, c);
-#pragma GCC unroll 8
-        for (int m = 0; m < TM; ++m) {
-          acc[r][m] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + m * ldx + c), acc[r][m]);
-        }
-      }
-      for (; c < cols; ++c) {
-        const float wc = D::decode1(wrow, c);
-        for (int m = 0; m < TM; ++m) tail[r][m] += wc * x[m * ldx + c];
-      }
-    }
-  }
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]) + tail[r][m];
+    for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]);
   }
 }
 
@@ -374,7 +335,9 @@ void float_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const 
   for (; c < cols; ++c) {
     for (int r = 0; r < NR; ++r) {
       const float wc = D::decode1(w0 + r * row_bytes, c);
-      for (int m = 0; m < TM; ++m) tail[r][m] += wc * x[m * ldx + c];
+      // An explicit FMA: left to itself the compiler fuses this in some instantiations and not
+      // in others, and a row's result would then depend on its block size (batch invariance).
+      for (int m = 0; m < TM; ++m) tail[r][m] = __builtin_fmaf(wc, x[m * ldx + c], tail[r][m]);
     }
   }
 #pragma GCC unroll 4
