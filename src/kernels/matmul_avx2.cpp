@@ -267,36 +267,6 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
   }
 }
 
-template <class C, int TM, int NR = rows_for(TM)>
-void int_tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
-                    const float* xd, int64_t ldx, float* y, int64_t ldy) {
-  if constexpr (NR > 1) {
-    if (nr < NR) return int_tile_block<C, TM, NR - 1>(nr, w0, row_bytes, cols, xq, xd, ldx, y, ldy);
-  }
-  int_tile_kernel<C, TM, NR>(w0, row_bytes, cols, xq, xd, ldx, y, ldy);
-}
-
-template <class C>
-void run_int(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, 8, rows_for, [&a](int tm, int64_t row, int nr, int64_t m0) {
-    const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
-    const int8_t* xq = a.xq + m0 * a.cols;
-    const float* xd = a.xd + m0 * (a.cols / 32);
-    float* y = a.y + m0 * a.rows + row;
-    const size_t rb = a.row_bytes;
-    switch (tm) {
-      case 1: int_tile_block<C, 1>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 2: int_tile_block<C, 2>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 3: int_tile_block<C, 3>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 4: int_tile_block<C, 4>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 5: int_tile_block<C, 5>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 6: int_tile_block<C, 6>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      case 7: int_tile_block<C, 7>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-      default: int_tile_block<C, 8>(nr, w0, rb, a.cols, xq, xd, a.cols, y, a.rows); break;
-    }
-  });
-}
-
 // Float weights (F32/F16/BF16): the same one-chain-per-pair order as tile_kernel (8 columns at a
 // time, in column order, then single columns), but with the column loop outside: each 8-column
 // slice of the TM activation rows is loaded once into registers and meets NR weight rows, so an
@@ -357,74 +327,77 @@ constexpr int float_rows_for(int tm) {
 // row (activations reloaded per FMA) and 1.25 with 4 x 2.
 inline constexpr int kFloatTileRows = 3;
 
-template <class D, int TM, int NR = float_rows_for(TM)>
-void float_tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x,
-                      int64_t ldx, float* y, int64_t ldy) {
-  if constexpr (NR > 1) {
-    if (nr < NR) return float_tile_block<D, TM, NR - 1>(nr, w0, row_bytes, cols, x, ldx, y, ldy);
+// The three kernels as tile families: the largest tile height, weight rows per block, and the
+// kernel for one (TM, NR) shape at (weight row, activation row m0).
+template <class D>
+struct FloatTiles {
+  static constexpr int kMaxTm = kFloatTileRows;
+  static constexpr int rows_for(int tm) { return float_rows_for(tm); }
+  template <int TM, int NR>
+  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
+    float_tile_kernel<D, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
+                                 a.x + m0 * a.cols, a.cols, a.y + m0 * a.rows + row, a.rows);
   }
-  float_tile_kernel<D, TM, NR>(w0, row_bytes, cols, x, ldx, y, ldy);
-}
+};
+
+template <class C>
+struct IntTiles {
+  static constexpr int kMaxTm = 8;
+  static constexpr int rows_for(int tm) { return detail::rows_for(tm); }
+  template <int TM, int NR>
+  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
+    int_tile_kernel<C, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
+                               a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 32), a.cols,
+                               a.y + m0 * a.rows + row, a.rows);
+  }
+};
 
 template <class D>
-void run_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, kFloatTileRows, float_rows_for,
-                [&a](int tm, int64_t row, int nr, int64_t m0) {
-                  const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
-                  const float* x = a.x + m0 * a.cols;
-                  float* y = a.y + m0 * a.rows + row;
-                  const size_t rb = a.row_bytes;
-                  switch (tm) {
-                    case 1: float_tile_block<D, 1>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-                    case 2: float_tile_block<D, 2>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-                    default:
-                      float_tile_block<D, 3>(nr, w0, rb, a.cols, x, a.cols, y, a.rows);
-                      break;
-                  }
-                });
-}
-
-// Runs the block of `nr` weight rows with the kernel instantiated for exactly that many.
-template <class D, int TM, int NR = rows_for(TM)>
-void tile_block(int nr, const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x,
-                int64_t ldx, float* y, int64_t ldy) {
-  if constexpr (NR > 1) {
-    if (nr < NR) return tile_block<D, TM, NR - 1>(nr, w0, row_bytes, cols, x, ldx, y, ldy);
+struct DecodedTiles {
+  static constexpr int kMaxTm = 8;
+  static constexpr int rows_for(int tm) { return detail::rows_for(tm); }
+  template <int TM, int NR>
+  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
+    tile_kernel<D, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
+                           a.x + m0 * a.cols, a.cols, a.y + m0 * a.rows + row, a.rows);
   }
-  tile_kernel<D, TM, NR>(w0, row_bytes, cols, x, ldx, y, ldy);
+};
+
+// Runs tile family K for a runtime shape (tm activation rows, nr weight rows) with the kernel
+// instantiated for exactly that shape.
+template <class K, int TM, int NR = K::rows_for(TM)>
+void run_block(const MatmulArgs& a, int nr, int64_t row, int64_t m0) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return run_block<K, TM, NR - 1>(a, nr, row, m0);
+  }
+  K::template tile<TM, NR>(a, row, m0);
 }
 
-template <class D>
+template <class K, int TM = K::kMaxTm>
+void run_tile(const MatmulArgs& a, int tm, int nr, int64_t row, int64_t m0) {
+  if constexpr (TM > 1) {
+    if (tm < TM) return run_tile<K, TM - 1>(a, tm, nr, row, m0);
+  }
+  run_block<K, TM>(a, nr, row, m0);
+}
+
+template <class K>
 void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, 8, rows_for, [&a](int tm, int64_t row, int nr, int64_t m0) {
-    const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
-    const float* x = a.x + m0 * a.cols;
-    float* y = a.y + m0 * a.rows + row;
-    const size_t rb = a.row_bytes;
-    switch (tm) {
-      case 1: tile_block<D, 1>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 2: tile_block<D, 2>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 3: tile_block<D, 3>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 4: tile_block<D, 4>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 5: tile_block<D, 5>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 6: tile_block<D, 6>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      case 7: tile_block<D, 7>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-      default: tile_block<D, 8>(nr, w0, rb, a.cols, x, a.cols, y, a.rows); break;
-    }
-  });
+  for_each_tile(a, row_begin, row_end, K::kMaxTm, K::rows_for,
+                [&a](int tm, int64_t row, int nr, int64_t m0) { run_tile<K>(a, tm, nr, row, m0); });
 }
 
 }  // namespace
 
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.type) {
-    case TensorType::F32: return run_float<DecodeF32>(a, row_begin, row_end);
-    case TensorType::F16: return run_float<DecodeF16>(a, row_begin, row_end);
-    case TensorType::BF16: return run_float<DecodeBF16>(a, row_begin, row_end);
-    case TensorType::Q8_0: return run_int<CodesQ8_0>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run_int<CodesQ4_0>(a, row_begin, row_end);
-    case TensorType::Q4_K: return run<DecodeQ4_K>(a, row_begin, row_end);
-    case TensorType::Q6_K: return run<DecodeQ6_K>(a, row_begin, row_end);
+    case TensorType::F32: return run<FloatTiles<DecodeF32>>(a, row_begin, row_end);
+    case TensorType::F16: return run<FloatTiles<DecodeF16>>(a, row_begin, row_end);
+    case TensorType::BF16: return run<FloatTiles<DecodeBF16>>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run<IntTiles<CodesQ8_0>>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run<IntTiles<CodesQ4_0>>(a, row_begin, row_end);
+    case TensorType::Q4_K: return run<DecodedTiles<DecodeQ4_K>>(a, row_begin, row_end);
+    case TensorType::Q6_K: return run<DecodedTiles<DecodeQ6_K>>(a, row_begin, row_end);
     default: break;
   }
   AUGUR_CHECK(false, "matmul() admits only types with a decoder");
