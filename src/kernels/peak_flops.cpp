@@ -17,23 +17,15 @@ int64_t fma_chains_portable(int64_t n_fmas, float* sink) {
   constexpr int64_t kFmasPerTrip = 12 * 4;
   const int64_t trips = (n_fmas + kFmasPerTrip - 1) / kFmasPerTrip;
   const Float4 half = {0.5f, 0.5f, 0.5f, 0.5f}, one = {1.0f, 1.0f, 1.0f, 1.0f};
-  Float4 a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {}, a8 = {}, a9 = {},
-         a10 = {}, a11 = {};
+  // Distinct starting values, or the compiler merges the identical chains into one.
+  Float4 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = Float4{} + static_cast<float>(i);
   for (int64_t trip = 0; trip < trips; ++trip) {
-    a0 = a0 * half + one;
-    a1 = a1 * half + one;
-    a2 = a2 * half + one;
-    a3 = a3 * half + one;
-    a4 = a4 * half + one;
-    a5 = a5 * half + one;
-    a6 = a6 * half + one;
-    a7 = a7 * half + one;
-    a8 = a8 * half + one;
-    a9 = a9 * half + one;
-    a10 = a10 * half + one;
-    a11 = a11 * half + one;
+#pragma GCC unroll 12
+    for (auto& a : acc) a = a * half + one;
   }
-  const Float4 all = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
+  Float4 all = {};
+  for (const auto& a : acc) all += a;
   *sink = (all[0] + all[1]) + (all[2] + all[3]);
   return trips * kFmasPerTrip;
 }
