@@ -2,7 +2,8 @@
 # The CPU speed reports (docs/kernels.md, "Measured"): for zoo-target in F16, Q8_0 and Q4_0,
 # `bench roofline` (read bandwidth, decode tok/s at 1 and 2 threads against the roofline, prefill
 # of 512 tokens against the peak FMA rate) and `bench verify-curve` (T_V(M) for M = 1..16 at
-# contexts 256 and 1024, 2 threads). The Q4_0 model is made with `augur quantize` from the F16
+# contexts 256 and 1024, 2 threads; per-token costs of the draft model, layer-skip 2 and 4
+# and n-gram drafting). The Q4_0 model is made with `augur quantize` from the F16
 # one. Reports go to bench/reports/ only after passing the evidence gate. About 10 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ for spec in "f16:$shared/models/zoo-target-f16.gguf" "q8_0:models/zoo-target-q8_
   model=${spec#*:}
   "$bin" bench roofline -m "$model" --threads 1,2 --prefill 512 \
     --out "$out/zoo-$name-roofline.json"
-  "$bin" bench verify-curve -m "$model" --ctx 256,1024 -t 2 \
+  "$bin" bench verify-curve -m "$model" -md models/zoo-draft-f16.gguf --layerskip 2,4 \
+    --ctx 256,1024 -t 2 \
     --out "$out/zoo-$name-verify-curve.json" --svg "$out/zoo-$name-verify-curve"
 done

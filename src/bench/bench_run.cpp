@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bench/build_info.h"
+#include "bench/evidence_gate.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
 #include "common/error.h"
@@ -25,10 +26,6 @@ namespace augur::bench {
 namespace {
 
 using nlohmann::json;
-
-constexpr int kMinRepeatsForClaim = 5;
-constexpr double kMinDecodeTokensForClaim = 32;
-constexpr double kMaxPrefillSpread = 3.0;
 
 struct Prompt {
   std::string id;
@@ -92,152 +89,7 @@ json arm_json(const ArmSpec& arm) {
   return j;
 }
 
-// The first index where two token lists differ, or -1.
-int64_t first_mismatch(const json& a, const json& b) {
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    if (i >= a.size() || i >= b.size() || a[i] != b[i]) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
 }  // namespace
-
-json summarize(const json& report) {
-  struct ArmAgg {
-    std::vector<double> decode_tok_s, prefill_tok_s, n_gen;
-    std::map<std::string, std::vector<double>> prefill_by_prompt;
-    std::map<std::string, int> repeats_by_prompt;
-    int64_t cycles = 0, drafted = 0, accepted = 0, peak_rss = 0;
-    std::vector<int64_t> tau_hist;
-  };
-  std::map<std::string, ArmAgg> agg;
-  std::map<std::string, json> ar_tokens;  // prompt -> greedy AR tokens (first measured repeat)
-  std::string ar_name;
-  for (const auto& arm : report["arms"]) {
-    agg[arm["name"].get<std::string>()];
-    if (arm["kind"] == "ar") ar_name = arm["name"].get<std::string>();
-  }
-  for (const auto& s : report["samples"]) {
-    auto& a = agg[s["arm"].get<std::string>()];
-    a.peak_rss = std::max(a.peak_rss, s["peak_rss_bytes"].get<int64_t>());
-    if (s["warmup"].get<bool>()) continue;
-    const std::string prompt = s["prompt"].get<std::string>();
-    a.decode_tok_s.push_back(s["decode_tok_s"].get<double>());
-    a.prefill_tok_s.push_back(s["prefill_tok_s"].get<double>());
-    a.n_gen.push_back(s["n_gen"].get<double>());
-    a.prefill_by_prompt[prompt].push_back(s["prefill_s"].get<double>());
-    ++a.repeats_by_prompt[prompt];
-    a.cycles += s["cycles"].get<int64_t>();
-    a.drafted += s["drafted"].get<int64_t>();
-    a.accepted += s["accepted"].get<int64_t>();
-    const auto& hist = s["accept_hist"];
-    if (a.tau_hist.size() < hist.size()) a.tau_hist.resize(hist.size(), 0);
-    for (size_t j = 0; j < hist.size(); ++j) a.tau_hist[j] += hist[j].get<int64_t>();
-    if (s["arm"] == ar_name && s["greedy"].get<bool>() && !ar_tokens.contains(prompt)) {
-      ar_tokens[prompt] = s["tokens"];
-    }
-  }
-
-  json summary = {{"arms", json::array()},
-                  {"speedups", json::array()},
-                  {"withheld", json::array()},
-                  {"equivalence", json::array()}};
-  std::set<std::string> inequivalent;
-  for (const auto& s : report["samples"]) {
-    if (s["warmup"].get<bool>() || s["arm"] == ar_name || !s["greedy"].get<bool>()) continue;
-    const std::string prompt = s["prompt"].get<std::string>();
-    if (!ar_tokens.contains(prompt)) continue;
-    const int64_t at = first_mismatch(s["tokens"], ar_tokens[prompt]);
-    if (at >= 0) {
-      summary["equivalence"].push_back(
-          {{"arm", s["arm"]}, {"prompt", prompt}, {"repeat", s["repeat"]}, {"first_mismatch", at}});
-      inequivalent.insert(s["arm"].get<std::string>());
-    }
-  }
-
-  double worst_spread = 0;
-  std::string worst_spread_arm;
-  for (const auto& arm : report["arms"]) {
-    const std::string name = arm["name"].get<std::string>();
-    const ArmAgg& a = agg[name];
-    double spread_max = 0;
-    for (const auto& [prompt, times] : a.prefill_by_prompt) {
-      const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-      if (*lo > 0) spread_max = std::max(spread_max, *hi / *lo);
-    }
-    if (spread_max > worst_spread) {
-      worst_spread = spread_max;
-      worst_spread_arm = name;
-    }
-    summary["arms"].push_back(
-        {{"name", name},
-         {"n_samples", a.decode_tok_s.size()},
-         {"decode_tokens_median", a.n_gen.empty() ? 0.0 : median(a.n_gen)},
-         {"decode_tok_s", spread(a.decode_tok_s)},
-         {"prefill_tok_s", spread(a.prefill_tok_s)},
-         {"prefill_spread_max", spread_max},
-         {"cycles", a.cycles},
-         {"drafted", a.drafted},
-         {"accepted", a.accepted},
-         {"accept_rate", a.drafted > 0 ? static_cast<double>(a.accepted) / a.drafted : 0.0},
-         {"tau_mean", a.cycles > 0 ? static_cast<double>(a.accepted + a.cycles) / a.cycles : 0.0},
-         {"tau_hist", a.tau_hist},
-         {"peak_rss_bytes", a.peak_rss}});
-  }
-
-  // Claims: each subject against the AR arm, only when the evidence rules allow it.
-  const auto withhold = [&](const std::string& arm, const std::string& rule,
-                            const std::string& reason) {
-    summary["withheld"].push_back({{"arm", arm}, {"rule", rule}, {"reason", reason}});
-  };
-  for (const auto& arm : report["arms"]) {
-    if (arm["kind"] != "spec") continue;
-    const std::string name = arm["name"].get<std::string>();
-    if (ar_name.empty()) {
-      withhold(name, "BASELINE", "no ar arm to compare with");
-      continue;
-    }
-    bool ok = true;
-    const ArmAgg& s = agg[name];
-    const ArmAgg& b = agg[ar_name];
-    if (s.cycles == 0 || s.drafted == 0) {
-      withhold(name, "SPEC_NEVER_RAN", "the drafter proposed nothing");
-      ok = false;
-    }
-    for (const ArmAgg* x : {&s, &b}) {
-      for (const auto& [prompt, n] : x->repeats_by_prompt) {
-        if (n < kMinRepeatsForClaim && ok) {
-          withhold(name, "SAMPLES",
-                   fmt::format("{} measured repeats on prompt {} (need {})", n, prompt,
-                               kMinRepeatsForClaim));
-          ok = false;
-        }
-      }
-      if (x->n_gen.empty() || median(x->n_gen) < kMinDecodeTokensForClaim) {
-        if (ok) withhold(name, "DECODE_TOKENS", "median decode tokens below 32");
-        ok = false;
-      }
-    }
-    if (worst_spread > kMaxPrefillSpread) {
-      withhold(name, "PREFILL_VARIANCE",
-               fmt::format("prefill time of one prompt varied {:.1f}x within arm {}: the machine "
-                           "was too noisy for a speed claim",
-                           worst_spread, worst_spread_arm));
-      ok = false;
-    }
-    if (inequivalent.contains(name)) {
-      withhold(name, "EQUIVALENCE", "greedy tokens differ from AR's");
-      ok = false;
-    }
-    if (!ok) continue;
-    summary["speedups"].push_back({{"subject", name},
-                                   {"baseline", ar_name},
-                                   {"metric", "decode_tok_s_median"},
-                                   {"value", median(s.decode_tok_s) / median(b.decode_tok_s)}});
-  }
-  return summary;
-}
 
 json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) {
   if (config.repeats < 1) throw InvalidArgument("--repeats must be at least 1");
@@ -293,7 +145,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
       {"created", utc_timestamp()}, {"machine", machine_info(pool.size())},
       {"build", build_info()},      {"models", json::array({model_info("target", *target)})}};
   if (draft) report["models"].push_back(model_info("draft", *draft));
-  report["config"] = {{"prompts_file", config.prompts_path},
+  const bool rss_per_sample = reset_peak_rss();
+  report["config"] = {{"prompts_file", report_path(config.prompts_path)},
                       {"prompts_sha256", sha256_file(config.prompts_path)},
                       {"n_prompts", prompts.size()},
                       {"n_gen", config.n_gen},
@@ -304,7 +157,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
                       {"n_ctx", n_ctx},
                       {"ignore_eos", true},
                       {"sampler", sampler_json(config.sampler)},
-                      {"seed", config.seed}};
+                      {"seed", config.seed},
+                      {"peak_rss_scope", rss_per_sample ? "sample" : "process"}};
   report["arms"] = json::array();
   for (const auto& a : config.arms) report["arms"].push_back(arm_json(a));
   report["samples"] = json::array();
@@ -323,6 +177,7 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
         const ArmSpec& arm = config.arms[a];
         gen.reset();
         if (drafters[a]) drafters[a]->reset();
+        reset_peak_rss();
         engine::GenerateOptions opt;
         opt.n_predict = config.n_gen;
         opt.ignore_eos = true;
@@ -333,28 +188,30 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
         const auto r = gen.generate(prompts[p].tokens, sampler, rng, opt, {});
         const auto& st = r.stats;
         const auto& sp = st.spec;
-        report["samples"].push_back({{"arm", arm.name},
-                                     {"prompt", prompts[p].id},
-                                     {"repeat", static_cast<int>(round) - config.warmup},
-                                     {"warmup", warmup},
-                                     {"order", j},
-                                     {"timing_scope", "decode_only"},
-                                     {"greedy", greedy},
-                                     {"n_prompt", st.n_prompt},
-                                     {"n_gen", st.n_gen},
-                                     {"prefill_s", st.prefill_s},
-                                     {"prefill_tok_s", st.prefill_tok_s()},
-                                     {"decode_s", st.decode_s},
-                                     {"decode_tok_s", st.decode_tok_s()},
-                                     {"cycles", sp.cycles},
-                                     {"drafted", sp.drafted},
-                                     {"accepted", sp.accepted},
-                                     {"tau", sp.tau()},
-                                     {"accept_hist", sp.accept_hist},
-                                     {"draft_s", sp.draft_s},
-                                     {"verify_s", sp.verify_s},
-                                     {"peak_rss_bytes", peak_rss_bytes()},
-                                     {"tokens", r.tokens}});
+        report["samples"].push_back(
+            {{"arm", arm.name},
+             {"prompt", prompts[p].id},
+             {"repeat", static_cast<int>(round) - config.warmup},
+             {"warmup", warmup},
+             {"order", j},
+             {"timing_scope", "decode_only"},
+             {"greedy", greedy},
+             {"n_prompt", st.n_prompt},
+             {"n_gen", st.n_gen},
+             {"prefill_s", st.prefill_s},
+             {"prefill_tok_s", st.prefill_tok_s()},
+             {"decode_s", st.decode_s},
+             {"decode_tok_s", st.decode_tok_s()},
+             {"cycles", sp.cycles},
+             {"drafted", sp.drafted},
+             {"accepted", sp.accepted},
+             {"tau", sp.tau()},
+             {"accept_hist", sp.accept_hist},
+             {"draft_s", sp.draft_s},
+             {"verify_s", sp.verify_s},
+             {"peak_rss_bytes", peak_rss_bytes()},
+             {"arm_bytes", gen.memory_bytes() + (drafters[a] ? drafters[a]->memory_bytes() : 0)},
+             {"tokens", r.tokens}});
         if (progress) {
           progress(
               ++done, total,
@@ -364,7 +221,7 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
       }
     }
   }
-  report["summary"] = summarize(report);
+  report["summary"] = summarize_run(report);
   return report;
 }
 

@@ -39,7 +39,4 @@ using BenchProgress = std::function<void(size_t done, size_t total, const std::s
 // AR arm, an empty prompts file, ...).
 nlohmann::json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress = {});
 
-// Computes report["summary"] from report["arms"] and report["samples"] (also used by tests).
-nlohmann::json summarize(const nlohmann::json& report);
-
 }  // namespace augur::bench

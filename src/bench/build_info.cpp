@@ -77,9 +77,32 @@ std::string sha256_file(const std::filesystem::path& path) {
 }
 
 int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "  1234 kB"
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+bool reset_peak_rss() {
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";
+  clear_refs.flush();
+  return static_cast<bool>(clear_refs);
+}
+
+std::string report_path(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path absolute = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  const fs::path cwd = fs::current_path(ec);
+  if (!ec) {
+    const fs::path relative = absolute.lexically_relative(cwd);
+    if (!relative.empty() && *relative.begin() != "..") return relative.generic_string();
+  }
+  return path.filename().string();
 }
 
 std::string utc_timestamp() {

@@ -1,11 +1,15 @@
 // The evidence gate for benchmark reports (`augur.bench/1`, docs/bench-report.md): checks that a
-// report's claims are what its samples show. It owns the rules and their messages; it does not
-// read files, run benchmarks or compute the summary (the harness does).
+// report's claims are what its samples show. It is the only judge: the harness writes its summary
+// and decides its claims with summarize_run, which applies the same rules.
 //
-// Rules are recomputed from `samples`; summary figures are only trusted where the samples cannot
-// tell. A report with structural defects gets only `SCHEMA` violations: the evidence rules are
-// not run over a report whose fields cannot be trusted to mean what the doc says, so a missing
-// field never shows up as a misleading `SAMPLES` or `EQUIVALENCE` line.
+// Every verdict is re-derived from the samples and the run's configuration; no label, flag, key
+// or summary figure is believed on its own (a summary figure that the samples do not give is a
+// violation). A report with structural defects gets only `SCHEMA` violations: the evidence rules
+// are not run over a report whose fields cannot be trusted to mean what the doc says, so a
+// missing field never shows up as a misleading `SAMPLES` or `EQUIVALENCE` line.
+//
+// Files: evidence_schema (typed reading), run_report (a run in typed form and its derived
+// figures), evidence_run (the rules over runs), evidence_measurements (verify-curve, roofline).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -24,6 +28,12 @@ struct Violation {
 // schema or kind, missing fields and wrong types are SCHEMA violations. Repeats of one defect
 // are folded (at most one violation per arm, or per (arm, prompt) for EQUIVALENCE).
 [[nodiscard]] std::vector<Violation> check_report(const nlohmann::json& report);
+
+// The summary of a "run" report that has config, models, arms and samples: every arm's figures
+// from its samples, and for each spec arm a speedup claim over the AR arm when the evidence rules
+// allow it, otherwise an entry in "withheld" per rule that forbids it. InvalidArgument when the
+// report's structure is not sound (a harness bug).
+[[nodiscard]] nlohmann::json summarize_run(const nlohmann::json& report);
 
 // One "RULE: message\n" line per violation; "" when there are none.
 [[nodiscard]] std::string format_violations(const std::vector<Violation>& violations);

@@ -11,7 +11,7 @@ nlohmann::json model_info(const std::string& role, const model::Model& model) {
   std::map<std::string, int> types;
   for (const auto& t : file.tensors()) ++types[std::string(gguf::type_name(t.type))];
   return {{"role", role},
-          {"path", file.path()},
+          {"path", report_path(file.path())},
           {"sha256", sha256_file(file.path())},
           {"bytes", file.file_size()},
           {"arch", std::string(file.get_string("general.architecture"))},

@@ -397,6 +397,7 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
     point["decode_tok_s_median"] = achieved;
     point["fraction"] = roofline_fraction(achieved, roof);
     point["decode_tok_s"] = spread(decode_tok_s);
+    point["samples_decode_tok_s"] = decode_tok_s;
     point["roofline_tok_s_by_regime"] = by_regime;
     point["fraction_by_regime"] = fraction_by_regime;
     if (prefill) {

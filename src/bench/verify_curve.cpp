@@ -55,6 +55,7 @@ json time_drafter(spec::DraftSource& drafter, const std::string& name,
     j["proposed"] = true;
     j["per_token_s"] = median(per_token);
     j["per_token_spread"] = spread(per_token);
+    j["samples_per_token_s"] = per_token;
   }
   return j;
 }
@@ -131,7 +132,8 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
                                  {"max_s", sp["max"]},
                                  {"q1_s", sp["q1"]},
                                  {"q3_s", sp["q3"]},
-                                 {"ratio_to_m1", m1_median > 0 ? med / m1_median : 0.0}});
+                                 {"ratio_to_m1", m1_median > 0 ? med / m1_median : 0.0},
+                                 {"samples_s", times}});
       if (progress) progress(++done, total, fmt::format("ctx {} M {}", ctx, m));
     }
   }
@@ -157,6 +159,7 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
     spec::NgramDrafter ngram(1, 4);
     report["drafters"].push_back(time_drafter(ngram, "ngram", repeating, sampler, config, ctx));
   }
+  report["peak_rss_bytes"] = peak_rss_bytes();
   return report;
 }
 

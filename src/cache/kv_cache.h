@@ -27,6 +27,8 @@ class KvCache final : public Cache, private model::Memory {
   std::span<const float> value_row(int layer, int head, int64_t row) const;
   int n_layers() const { return n_layers_; }
   int n_heads() const { return n_heads_; }
+  // Bytes of the K and V rows it holds room for.
+  int64_t bytes() const { return static_cast<int64_t>(data_.capacity() * sizeof(float)); }
 
  private:
   int64_t n_rows() const override { return committed_ + pending_; }

@@ -264,4 +264,14 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
   }
 }
 
+int64_t Generator::memory_bytes() const {
+  const auto vector_bytes = [](const auto& v) {
+    return static_cast<int64_t>(v.capacity() * sizeof(v[0]));
+  };
+  // Buffers sized at construction; token lists that grow with the text (a few KB) are left out,
+  // so the figure is the same for every run of a session.
+  return static_cast<int64_t>(model_.file().file_size()) + cache_.bytes() + eval_.bytes() +
+         vector_bytes(logits_) + vector_bytes(probs_);
+}
+
 }  // namespace augur::engine

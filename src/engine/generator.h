@@ -104,6 +104,8 @@ class Generator {
   void reset();
 
   int64_t n_ctx() const { return cache_.capacity(); }
+  // Bytes of the session: the model file it maps, its cache and its buffers.
+  int64_t memory_bytes() const;
   // For tests: the target cache and the tokens whose rows it holds.
   const cache::KvCache& cache() const { return cache_; }
   const std::vector<int32_t>& cached_tokens() const { return cached_; }

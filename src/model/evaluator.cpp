@@ -51,4 +51,8 @@ void Evaluator::forward_last(std::span<const int32_t> tokens, Memory& memory, fl
   forward(tokens, positions_, std::span<const int32_t>(&last, 1), memory, logits, n_layers);
 }
 
+int64_t Evaluator::bytes() const {
+  return workspace_->bytes();
+}
+
 }  // namespace augur::model

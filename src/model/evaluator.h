@@ -29,6 +29,8 @@ class Evaluator {
   const Model& model() const { return model_; }
   kernels::ThreadPool& pool() { return pool_; }
   int64_t ubatch() const { return ubatch_; }
+  // Bytes of its workspace (not the model's weights, not the memory it runs on).
+  int64_t bytes() const;
 
  private:
   const Model& model_;

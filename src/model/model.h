@@ -22,6 +22,8 @@ namespace augur::model {
 class Workspace {
  public:
   virtual ~Workspace() = default;
+  // Bytes of the buffers it holds (memory figures of benchmark reports).
+  virtual int64_t bytes() const { return 0; }
 };
 
 // One forward call over a ubatch.

@@ -48,6 +48,9 @@ class DraftSource {
   // The target kept the first n_accepted tokens of the last proposal (then appended one token of
   // its own, which the next request's context shows).
   virtual void observe(int n_accepted) = 0;
+  // Bytes this drafter holds of its own: a model it alone reads, its cache and buffers (not the
+  // target's weights it may share). Benchmark reports count it per arm.
+  virtual int64_t memory_bytes() const = 0;
 };
 
 }  // namespace augur::spec

@@ -103,4 +103,14 @@ void ModelDrafter::observe(int n_accepted) {
   n_catchup_ = 0;
 }
 
+int64_t ModelDrafter::memory_bytes() const {
+  const auto vector_bytes = [](const auto& v) {
+    return static_cast<int64_t>(v.capacity() * sizeof(v[0]));
+  };
+  // A layer-skip drafter reads the target's own weights: only a separate draft model is its own.
+  const int64_t weights = n_layers_ < 0 ? static_cast<int64_t>(model_.file().file_size()) : 0;
+  // Buffers sized at construction; token lists that grow with the text are left out.
+  return weights + cache_.bytes() + eval_.bytes() + vector_bytes(logits_);
+}
+
 }  // namespace augur::spec

@@ -32,6 +32,7 @@ class ModelDrafter final : public DraftSource {
   void reset() override;
   void propose(const DraftRequest& request, Draft& out) override;
   void observe(int n_accepted) override;
+  int64_t memory_bytes() const override;
 
   // For tests: the cache and the tokens whose rows it holds (committed rows only between cycles).
   const cache::KvCache& cache() const { return cache_; }

@@ -22,6 +22,7 @@ class NgramDrafter final : public DraftSource {
   void begin(std::span<const int32_t>) override {}
   void propose(const DraftRequest& request, Draft& out) override;
   void observe(int) override {}
+  int64_t memory_bytes() const override { return static_cast<int64_t>(sizeof(*this)); }
 
  private:
   int n_min_, n_max_;

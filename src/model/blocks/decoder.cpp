@@ -58,6 +58,13 @@ struct DecoderWorkspace final : Workspace {
         up(max_rows * hp.n_ff),
         rope(max_rows * hp.n_rot),
         out_hidden(max_rows * hp.n_embd) {}
+  int64_t bytes() const override {
+    int64_t n = 0;
+    for (const auto* buffer : {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &out_hidden}) {
+      n += static_cast<int64_t>(buffer->capacity() * sizeof(float));
+    }
+    return n;
+  }
   int64_t max_rows, n_ctx;
   std::vector<float> x, xn;       // [max_rows, n_embd] residual stream, normed input
   std::vector<float> q, k, v;     // [max_rows, q_dim], [max_rows, kv_dim] x2
