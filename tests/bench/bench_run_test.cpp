@@ -113,13 +113,14 @@ TEST_F(ShortBench, CheckPassesTheReportAndFailsAPlantedDefect) {
   }
   std::ofstream(*dir_ / "bad.json") << bad.dump();
   const auto r = run_command(q(testing::augur_bin()) + " bench check " + q(*dir_ / "bad.json"));
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 4);  // the report breaks an evidence rule
   EXPECT_NE(r.out.find("EQUIVALENCE"), std::string::npos) << r.out;
 
+  // Not JSON: a bad file (exit 1), not a verdict of the gate.
   std::ofstream(*dir_ / "garbage.json") << "{not json";
   const auto g = run_command(q(testing::augur_bin()) + " bench check " + q(*dir_ / "garbage.json"));
-  EXPECT_EQ(g.exit_code, 2);
-  EXPECT_NE(g.out.find("SCHEMA"), std::string::npos) << g.out;
+  EXPECT_EQ(g.exit_code, 1);
+  EXPECT_NE(g.err.find("not a JSON report"), std::string::npos) << g.err;
 }
 
 TEST(BenchArms, ParsesEveryFormAndRejectsBadOnes) {
