@@ -34,7 +34,8 @@ struct Prompt {
 
 std::vector<Prompt> read_prompts(const BenchRunConfig& config, const tokenizer::Tokenizer& tok) {
   std::ifstream in(config.prompts_path);
-  if (!in) throw InvalidArgument(fmt::format("cannot open prompts file {}", config.prompts_path));
+  // The prompts file is input data: one that cannot be read or parsed is a bad file (exit 1).
+  if (!in) throw Error(fmt::format("cannot open prompts file {}", config.prompts_path));
   std::vector<Prompt> prompts;
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -44,11 +45,11 @@ std::vector<Prompt> read_prompts(const BenchRunConfig& config, const tokenizer::
     try {
       j = json::parse(line);
     } catch (const json::exception& e) {
-      throw InvalidArgument(
+      throw FormatError(
           fmt::format("{}:{}: not a JSON object: {}", config.prompts_path, line_no, e.what()));
     }
     if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string()) {
-      throw InvalidArgument(
+      throw FormatError(
           fmt::format("{}:{}: needs a string field \"prompt\"", config.prompts_path, line_no));
     }
     Prompt p;
@@ -56,13 +57,13 @@ std::vector<Prompt> read_prompts(const BenchRunConfig& config, const tokenizer::
                             : fmt::format("p{}", prompts.size());
     p.tokens = tok.encode(j["prompt"].get<std::string>(), true, false);
     if (p.tokens.empty()) {
-      throw InvalidArgument(
+      throw FormatError(
           fmt::format("{}:{}: the prompt encodes to no tokens", config.prompts_path, line_no));
     }
     prompts.push_back(std::move(p));
     if (config.max_prompts > 0 && prompts.size() == config.max_prompts) break;
   }
-  if (prompts.empty()) throw InvalidArgument(fmt::format("no prompts in {}", config.prompts_path));
+  if (prompts.empty()) throw FormatError(fmt::format("no prompts in {}", config.prompts_path));
   return prompts;
 }
 

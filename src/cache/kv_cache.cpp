@@ -20,10 +20,10 @@ size_t KvCache::offset(int layer, int kind, int head) const {
   return ((static_cast<size_t>(layer) * 2 + kind) * n_heads_ + head) * capacity_ * head_dim_;
 }
 
-float* KvCache::keys(int layer, int head) {
+float* KvCache::layer_keys(int layer, int head) {
   return data_.data() + offset(layer, 0, head);
 }
-float* KvCache::values(int layer, int head) {
+float* KvCache::layer_values(int layer, int head) {
   return data_.data() + offset(layer, 1, head);
 }
 

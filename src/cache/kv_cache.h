@@ -25,15 +25,15 @@ class KvCache final : public Cache, private model::Memory {
   // Read-back for tests: the stored key / value row of (layer, kv head, row). [head_dim]
   std::span<const float> key_row(int layer, int head, int64_t row) const;
   std::span<const float> value_row(int layer, int head, int64_t row) const;
-  int n_layers() const { return n_layers_; }
-  int n_heads() const { return n_heads_; }
+  int n_layers() const override { return n_layers_; }
+  int n_heads() const override { return n_heads_; }
   // Bytes of the K and V rows it holds room for.
   int64_t bytes() const { return static_cast<int64_t>(data_.capacity() * sizeof(float)); }
 
  private:
   int64_t n_rows() const override { return committed_ + pending_; }
-  float* keys(int layer, int head) override;
-  float* values(int layer, int head) override;
+  float* layer_keys(int layer, int head) override;
+  float* layer_values(int layer, int head) override;
   void advance(int64_t n) override;
   size_t offset(int layer, int kind, int head) const;
   void check_row(int layer, int head, int64_t row) const;

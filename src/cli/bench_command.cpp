@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "bench/bench_run.h"
@@ -17,6 +20,7 @@
 #include "bench/verify_curve.h"
 #include "cli/bench_output.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "common/error.h"
 
 namespace augur::cli {
@@ -24,15 +28,46 @@ namespace {
 
 using nlohmann::json;
 
-json read_report(const std::string& path) {
+// The report at `path`, or nullopt (with the reason on stderr) when it cannot be read or is not
+// JSON: that is a bad file, not a verdict of the gate, and `bench check` says so with its own
+// exit code.
+std::optional<json> read_report(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw InvalidArgument(fmt::format("cannot open report {}", path));
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot read: %s\n", path.c_str(), std::strerror(errno));
+    return std::nullopt;
+  }
   try {
     return json::parse(in);
   } catch (const json::exception& e) {
-    // Not JSON at all: still a verdict of the gate, not a crash.
-    return json(fmt::format("unparseable: {}", e.what()));
+    std::fprintf(stderr, "%s: not a JSON report: %s\n", path.c_str(), e.what());
+    return std::nullopt;
   }
+}
+
+// `bench check`: every report is checked and gets a verdict line; the exit code is the worst
+// verdict (a file that cannot be read means the check is incomplete, so it outranks a
+// violation).
+int check_reports(const std::vector<std::string>& paths) {
+  bool unreadable = false, violated = false;
+  for (const auto& path : paths) {
+    const auto report = read_report(path);
+    if (!report) {
+      unreadable = true;
+      continue;
+    }
+    const auto violations = bench::check_report(*report);
+    if (violations.empty()) {
+      std::printf("%s: ok\n", path.c_str());
+    } else {
+      violated = true;
+      std::printf("%s: %zu violation(s)\n%s", path.c_str(), violations.size(),
+                  bench::format_violations(violations).c_str());
+    }
+  }
+  std::fflush(stdout);
+  if (unreadable) return kExitError;
+  return violated ? kExitEvidenceViolation : kExitOk;
 }
 
 void print_run_table(const json& report) {
@@ -173,20 +208,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto reports = std::make_shared<std::vector<std::string>>();
   auto* c = bench->add_subcommand("check", "validate reports against the evidence rules");
   c->add_option("reports", *reports, "report JSON files")->required();
-  c->callback([reports, &exit_code] {
-    int failed = 0;
-    for (const auto& path : *reports) {
-      const auto violations = bench::check_report(read_report(path));
-      if (violations.empty()) {
-        std::printf("%s: ok\n", path.c_str());
-      } else {
-        ++failed;
-        std::printf("%s: %zu violation(s)\n%s", path.c_str(), violations.size(),
-                    bench::format_violations(violations).c_str());
-      }
-    }
-    exit_code = failed > 0 ? 2 : 0;
-  });
+  c->callback([reports, &exit_code] { exit_code = check_reports(*reports); });
 }
 
 }  // namespace augur::cli

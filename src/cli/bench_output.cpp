@@ -10,6 +10,7 @@
 
 #include "bench/evidence_gate.h"
 #include "bench/svg_charts.h"
+#include "cli/exit_codes.h"
 #include "common/error.h"
 
 namespace augur::cli {
@@ -55,7 +56,7 @@ int gate_and_write(const json& report, const std::string& out, const std::string
     std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
                  rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
                  bench::format_violations(violations).c_str());
-    return 2;
+    return kExitEvidenceViolation;
   }
   if (!out.empty()) write_json(report, out);
   if (!svg_dir.empty()) {
@@ -63,7 +64,7 @@ int gate_and_write(const json& report, const std::string& out, const std::string
       std::fprintf(stderr, "wrote %s\n", file.c_str());
     }
   }
-  return 0;
+  return kExitOk;
 }
 
 std::vector<int64_t> parse_list(const std::string& text, const std::string& option) {

@@ -24,7 +24,8 @@ class ProgressBar {
 void write_json(const nlohmann::json& report, const std::string& path);
 
 // Runs the gate on a fresh report; writes it to `out` (and charts into svg_dir) when clean, else
-// keeps it as out + ".rejected.json" and returns 2 with the violations on stderr.
+// keeps it as out + ".rejected.json" and returns kExitEvidenceViolation with the violations on
+// stderr.
 int gate_and_write(const nlohmann::json& report, const std::string& out,
                    const std::string& svg_dir = "");
 

@@ -42,7 +42,7 @@ int run(const LogitsOptions& opt) {
   model::Evaluator eval(*model, pool, opt.runtime.ubatch, n_ctx);
 
   std::ofstream out(opt.out, std::ios::binary | std::ios::trunc);
-  if (!out) throw InvalidArgument(fmt::format("cannot write '{}'", opt.out));
+  if (!out) throw Error(fmt::format("cannot write '{}'", opt.out));
   // Evaluate ubatch by ubatch so the logits buffer never scales with the whole prompt.
   std::vector<float> logits(static_cast<size_t>(opt.runtime.ubatch * n_vocab));
   std::vector<int32_t> positions, rows;

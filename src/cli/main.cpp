@@ -4,16 +4,19 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "common/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"augur: exact speculative decoding for GGUF models on CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "augur 0.1.0");
-  int exit_code = 0;
+  int exit_code = augur::cli::kExitOk;
   augur::cli::add_run_command(app, exit_code);
   augur::cli::add_logits_command(app, exit_code);
   augur::cli::add_tokenize_command(app, exit_code);
@@ -28,19 +31,29 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version arrive as parse "errors" whose code is 0; CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // Every other parse error (unknown option or subcommand, missing option, bad number, value
+    // out of range) is an invalid argument, whatever CLI11's own code for it (105..115). CLI11
+    // reports an unknown subcommand as a missing one: name the word it did not know.
+    const auto extra = app.remaining(/*recurse=*/true);
+    const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+                          std::string_view(e.what()).find("subcommand") != std::string_view::npos;
+    const std::string unknown =
+        required && !extra.empty() ? " (unknown subcommand '" + extra.front() + "')" : "";
+    std::fprintf(stderr, "augur: invalid argument: %s%s\nRun with --help for more information.\n",
+                 e.what(), unknown.c_str());
+    return augur::cli::kExitInvalidArgument;
   } catch (const augur::Unsupported& e) {
     std::fprintf(stderr, "augur: unsupported: %s\n", e.what());
-    return 3;
+    return augur::cli::kExitUnsupported;
   } catch (const augur::InvalidArgument& e) {
     std::fprintf(stderr, "augur: invalid argument: %s\n", e.what());
-    return 2;
-  } catch (const augur::Error& e) {
-    std::fprintf(stderr, "augur: error: %s\n", e.what());
-    return 1;
+    return augur::cli::kExitInvalidArgument;
   } catch (const std::exception& e) {
+    // augur::Error (a bad file, a failed write) and anything else, std::bad_alloc included.
     std::fprintf(stderr, "augur: error: %s\n", e.what());
-    return 1;
+    return augur::cli::kExitError;
   }
   return exit_code;
 }

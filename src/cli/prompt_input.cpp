@@ -27,9 +27,8 @@ void PromptInput::add_options(CLI::App& app, bool with_ids) {
 std::string PromptInput::read_text() const {
   if (file.empty()) return text;
   std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw InvalidArgument(
-        fmt::format("cannot read prompt file '{}': {}", file, std::strerror(errno)));
+  // A file that cannot be read is a file error (exit 1), like a model that cannot be opened.
+  if (!in) throw Error(fmt::format("cannot read prompt file '{}': {}", file, std::strerror(errno)));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/draft_options.h"
+#include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/prompt_input.h"
@@ -127,7 +128,7 @@ int run(const RunOptions& opt) {
                  sp.tau(), sp.draft_s, sp.verify_s,
                  std::max(0.0, s.decode_s - sp.draft_s - sp.verify_s));
   }
-  return result.stop == engine::StopReason::Cancelled ? 130 : 0;
+  return result.stop == engine::StopReason::Cancelled ? kExitInterrupted : kExitOk;
 }
 
 }  // namespace

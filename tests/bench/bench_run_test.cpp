@@ -140,8 +140,14 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
   }
   std::ofstream(dir / "bad.json") << bad.dump();
   const auto b = run_command(q(testing::augur_bin()) + " bench check " + q(dir / "bad.json"));
-  EXPECT_NE(b.exit_code, 0);
+  EXPECT_EQ(b.exit_code, 4);  // the report breaks an evidence rule
   EXPECT_NE(b.out.find("EQUIVALENCE"), std::string::npos) << b.out;
+
+  // Not JSON: a bad file (exit 1), not a verdict of the gate.
+  std::ofstream(dir / "garbage.json") << "{not json";
+  const auto g = run_command(q(testing::augur_bin()) + " bench check " + q(dir / "garbage.json"));
+  EXPECT_EQ(g.exit_code, 1);
+  EXPECT_NE(g.err.find("not a JSON report"), std::string::npos) << g.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -91,5 +91,33 @@ TEST(KvCache, SameScheduleGivesBitIdenticalRows) {
   expect_same_rows(a.cache, b.cache, a.cache.size(), 0.0f);
 }
 
+// Memory::keys / values of a layer or kv head the cache does not hold is a caller's bug: it
+// stops with a message instead of handing out a pointer past the buffer.
+TEST(KvCache, KeysOfALayerOrHeadItDoesNotHoldStop) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto model = model::load_model(tiny());
+  KvCache cache(model->hparams(), 8);
+  model::Memory& memory = cache.memory();
+  const int n_layers = cache.n_layers(), n_heads = cache.n_heads();
+  EXPECT_NE(memory.keys(n_layers - 1, n_heads - 1), nullptr);
+  EXPECT_DEATH((void)memory.keys(n_layers, 0), "a layer it does not hold");
+  EXPECT_DEATH((void)memory.values(-1, 0), "a layer it does not hold");
+  EXPECT_DEATH((void)memory.keys(0, n_heads), "a kv head it does not hold");
+  EXPECT_DEATH((void)memory.values(0, -1), "a kv head it does not hold");
+}
+
+// A forward over every layer on top of a layer-skip memory (which keeps only the first layers)
+// stops at the first layer the memory lacks.
+TEST(KvCache, ForwardOverMoreLayersThanALayerSkipMemoryHoldsStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ModelSession s(tiny());
+  KvCache shallow(s.model->hparams(), 8, /*n_layers=*/2);
+  std::vector<float> logits(static_cast<size_t>(s.n_vocab()));
+  s.eval.forward_last(std::vector<int32_t>{1, 2}, shallow.memory(), logits.data(), 2);
+  shallow.commit(2);
+  EXPECT_DEATH(s.eval.forward_last(std::vector<int32_t>{3}, shallow.memory(), logits.data()),
+               "a layer it does not hold");
+}
+
 }  // namespace
 }  // namespace augur::cache

@@ -1,7 +1,8 @@
-// Rewrites a real GGUF into a variant for error tests: metadata overridden or dropped, tensors
-// dropped, re-declared with another shape or type (their bytes truncated to fit).
+// Rewrites a real GGUF into a variant for error tests: metadata overridden, added or dropped,
+// tensors dropped, re-declared with another shape or type (their bytes truncated to fit).
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -15,6 +16,8 @@ namespace augur::testing {
 
 struct GgufEdit {
   std::map<std::string, std::string> string_overrides;  // metadata key -> new string value
+  std::map<std::string, gguf::Value> value_overrides;   // key -> new value (added when absent)
+  std::vector<std::string> drop_keys;
   std::vector<std::string> drop_tensors;
   std::map<std::string, std::vector<int64_t>> reshape;  // tensor -> new ne (same byte count)
   std::map<std::string, gguf::TensorType> retype;       // tensor -> new type (bytes truncated)
@@ -26,11 +29,18 @@ inline void rewrite_gguf(const std::filesystem::path& src, const std::filesystem
   gguf::Writer out(dst);
   for (const auto& [key, value] : in->metadata()) {
     if (key == "general.alignment") continue;
+    if (std::find(edit.drop_keys.begin(), edit.drop_keys.end(), key) != edit.drop_keys.end())
+      continue;
     if (auto it = edit.string_overrides.find(key); it != edit.string_overrides.end()) {
       out.set_string(key, it->second);
+    } else if (auto v = edit.value_overrides.find(key); v != edit.value_overrides.end()) {
+      out.set(key, v->second);
     } else {
       out.set(key, value);
     }
+  }
+  for (const auto& [key, value] : edit.value_overrides) {
+    if (!in->has(key)) out.set(key, value);
   }
   struct Kept {
     const gguf::TensorInfo* info;

@@ -76,59 +76,6 @@ struct DecoderWorkspace final : Workspace {
 
 }  // namespace
 
-HParams read_decoder_hparams(const gguf::File& file, const std::string& arch) {
-  HParams hp;
-  hp.arch = arch;
-  auto key = [&](const char* suffix) { return fmt::format("{}.{}", arch, suffix); };
-  auto positive = [&](const std::string& k, int64_t value) {
-    if (value <= 0 || value > (int64_t{1} << 31)) {
-      throw FormatError(
-          fmt::format("{}: metadata '{}' = {} must be positive", file.path(), k, value));
-    }
-    return value;
-  };
-  hp.n_embd = positive(key("embedding_length"), file.get_int(key("embedding_length")));
-  hp.n_layer = positive(key("block_count"), file.get_int(key("block_count")));
-  hp.n_ff = positive(key("feed_forward_length"), file.get_int(key("feed_forward_length")));
-  hp.n_head = positive(key("attention.head_count"), file.get_int(key("attention.head_count")));
-  hp.n_head_kv = positive(key("attention.head_count_kv"),
-                          file.get_int_opt(key("attention.head_count_kv")).value_or(hp.n_head));
-  hp.n_ctx_train = positive(key("context_length"), file.get_int(key("context_length")));
-  if (hp.n_head % hp.n_head_kv != 0) {
-    throw FormatError(fmt::format("{}: head_count {} is not a multiple of head_count_kv {}",
-                                  file.path(), hp.n_head, hp.n_head_kv));
-  }
-  const auto key_length = file.get_int_opt(key("attention.key_length"));
-  const auto value_length = file.get_int_opt(key("attention.value_length"));
-  if (!key_length && hp.n_embd % hp.n_head != 0) {
-    throw FormatError(fmt::format("{}: embedding_length {} is not a multiple of head_count {}",
-                                  file.path(), hp.n_embd, hp.n_head));
-  }
-  hp.head_dim = positive(key("attention.key_length"), key_length.value_or(hp.n_embd / hp.n_head));
-  if (value_length && *value_length != hp.head_dim) {
-    throw Unsupported(fmt::format("{}: attention.value_length {} differs from key_length {}",
-                                  file.path(), *value_length, hp.head_dim));
-  }
-  hp.n_rot = file.get_int_opt(key("rope.dimension_count")).value_or(hp.head_dim);
-  if (hp.n_rot <= 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
-    throw FormatError(fmt::format("{}: rope.dimension_count {} must be even and within head_dim {}",
-                                  file.path(), hp.n_rot, hp.head_dim));
-  }
-  hp.rms_eps = static_cast<float>(file.get_float(key("attention.layer_norm_rms_epsilon")));
-  hp.rope_base = static_cast<float>(file.get_float_opt(key("rope.freq_base")).value_or(10000.0));
-  if (auto scaling = file.get_string_opt(key("rope.scaling.type")); scaling && *scaling != "none") {
-    throw Unsupported(fmt::format("{}: rope scaling '{}' is not supported", file.path(), *scaling));
-  }
-  const auto& embd = file.tensor("token_embd.weight");
-  expect_shape(file, embd, {hp.n_embd, embd.ne.size() == 2 ? embd.ne[1] : 0});
-  hp.n_vocab = embd.ne[1];
-  if (auto vocab = file.get_int_opt(key("vocab_size")); vocab && *vocab != hp.n_vocab) {
-    throw FormatError(fmt::format("{}: {} = {} but token_embd.weight has {} rows", file.path(),
-                                  key("vocab_size"), *vocab, hp.n_vocab));
-  }
-  return hp;
-}
-
 Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options)
     : file_(std::move(file)), hp_(std::move(hparams)), options_(options) {
   const gguf::File& f = *file_;
@@ -140,6 +87,7 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
     output_ = token_embd_;
   }
   output_norm_ = load_vector(f, "output_norm.weight", n_embd);
+  // n_layer matches the file's blk.N tensors (read_decoder_hparams), so this is bounded by them.
   layers_.resize(static_cast<size_t>(hp_.n_layer));
   for (int layer = 0; layer < hp_.n_layer; ++layer) {
     auto& l = layers_[static_cast<size_t>(layer)];

@@ -50,7 +50,10 @@ class Decoder final : public Model {
   std::vector<DecoderLayer> layers_;
 };
 
-// Reads the hyper-parameters every decoder shares from `<arch>.*` keys, validated.
-HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
+// Reads the hyper-parameters every decoder shares from `<arch>.*` keys (decoder_hparams.cpp).
+// Every count is checked against sane limits and against the tensors the file holds, before
+// anything is sized by it: FormatError names the file, the key and what was expected;
+// Unsupported names what this build cannot run (mixture of experts, rope scaling).
+[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
 
 }  // namespace augur::model::blocks
