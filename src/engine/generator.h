@@ -44,7 +44,8 @@ struct GenerateOptions {
   bool ignore_eos = false;  // keep going through end-of-generation tokens
   spec::DraftSource* drafter = nullptr;  // null: autoregressive decoding
   int draft_max = 8;                     // k: drafts per cycle, 1..kMaxDraft
-  // Tests only: an acceptor with a planted defect instead of the generator's own.
+  // Tests only: an Acceptor subclass with a planted defect instead of the generator's own
+  // (tests/support/planted_acceptors.h).
   spec::Acceptor* acceptor = nullptr;
   // Called after each speculative cycle has committed (caches hold only committed rows).
   std::function<void(const CycleInfo&)> on_cycle;

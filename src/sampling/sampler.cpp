@@ -87,26 +87,7 @@ int32_t argmax(std::span<const float> values) {
 }
 
 int32_t draw(std::span<const float> probs, Rng& rng) {
-  double total = 0.0;
-  for (const float p : probs) {
-    AUGUR_CHECK(p >= 0.0f, "draw needs non-negative probabilities (NaN included)");
-    total += p;
-  }
-  AUGUR_CHECK(total > 0.0 && std::isfinite(total), "draw needs a positive, finite total");
-
-  const double target = rng.uniform() * total;
-  // The same additions in the same order as `total`, so the running sum ends exactly at it.
-  double cumulative = 0.0;
-  size_t last_positive = 0;
-  for (size_t index = 0; index < probs.size(); ++index) {
-    if (probs[index] <= 0.0f) continue;
-    cumulative += probs[index];
-    last_positive = index;
-    if (cumulative > target) return static_cast<int32_t>(index);
-  }
-  // Unreachable in IEEE double: for u < 1 the rounded u * total stays below total, which the
-  // running sum reaches exactly. Kept so a non-conforming Rng (u == 1) still gets a valid token.
-  return static_cast<int32_t>(last_positive);
+  return rng.categorical(probs);
 }
 
 Sampler::Sampler(SamplerConfig config, int n_vocab) : config_(config), n_vocab_(n_vocab) {

@@ -58,12 +58,10 @@ struct SamplerConfig {
 // Index of the largest value; the lowest index wins a tie. `values` must be non-empty.
 int32_t argmax(std::span<const float> values);
 
-// Inverse CDF: with u = rng.uniform() and S = sum(probs), returns the first index whose
-// cumulative sum exceeds u * S. `probs` need not be normalised but must be non-negative with a
-// positive sum (programmer error otherwise). Never returns a zero-probability index: the
-// cumulative sum only grows at positive entries and the comparison is strict, so u = 0 skips
-// leading zeros; a u at a step boundary belongs to the next positive entry. Consumes exactly one
-// uniform.
+// One token from `probs` (non-negative, positive sum, not necessarily normalised): index i with
+// probability probs[i] / sum(probs), through rng.categorical(), so a test Rng sees the row every
+// token is drawn from. With a uniform-driven Rng this is the inverse CDF described in rng.h: one
+// uniform, never a zero-probability index.
 int32_t draw(std::span<const float> probs, Rng& rng);
 
 class Sampler {

@@ -36,42 +36,11 @@ double row_sum(std::span<const float> row) {
 
 }  // namespace
 
-bool RngDecisions::accept(double prob) {
-  return rng_.uniform() < prob;
-}
-
-int32_t RngDecisions::draw(std::span<const double> weights) {
-  double total = 0.0;
-  for (const double weight : weights) {
-    AUGUR_CHECK(weight >= 0.0, "draw needs non-negative weights (NaN included)");
-    total += weight;
-  }
-  AUGUR_CHECK(total > 0.0 && std::isfinite(total), "draw needs a positive, finite total");
-  const double target = rng_.uniform() * total;
-  // The same additions in the same order as `total`, so the running sum ends exactly at it and
-  // a u < 1 always lands on a positive entry (see sampling::draw).
-  double cumulative = 0.0;
-  size_t last_positive = 0;
-  for (size_t index = 0; index < weights.size(); ++index) {
-    if (weights[index] <= 0.0) continue;
-    cumulative += weights[index];
-    last_positive = index;
-    if (cumulative > target) return static_cast<int32_t>(index);
-  }
-  return static_cast<int32_t>(last_positive);
-}
-
-Acceptor::Acceptor(int n_vocab) : Acceptor(n_vocab, AcceptanceDefect::None) {}
-
-Acceptor::Acceptor(int n_vocab, AcceptanceDefect defect) : n_vocab_(n_vocab), defect_(defect) {
+Acceptor::Acceptor(int n_vocab) : n_vocab_(n_vocab) {
   if (n_vocab <= 0) {
     throw InvalidArgument(fmt::format("acceptance: n_vocab = {}, expected > 0", n_vocab));
   }
   weights_.resize(static_cast<size_t>(n_vocab));
-}
-
-Acceptor Acceptor::with_planted_defect(int n_vocab, AcceptanceDefect defect) {
-  return Acceptor(n_vocab, defect);
 }
 
 void Acceptor::check_shapes(std::span<const int32_t> draft, std::span<const float> q,
@@ -85,30 +54,19 @@ void Acceptor::check_shapes(std::span<const int32_t> draft, std::span<const floa
   }
 }
 
-int Acceptor::rejected_count(int n_accepted, int k) const {
-  if (defect_ == AcceptanceDefect::AcceptedCountOffByOne) return std::min(n_accepted + 1, k);
-  return n_accepted;
-}
-
 AcceptanceResult Acceptor::greedy(std::span<const int32_t> draft, std::span<const float> p) const {
   check_shapes(draft, {}, p);
   const size_t vocab = static_cast<size_t>(n_vocab_);
   const int k = static_cast<int>(draft.size());
   for (int pos = 0; pos < k; ++pos) {
     const int32_t best = sampling::argmax(p.subspan(pos * vocab, vocab));
-    if (draft[pos] != best) return {rejected_count(pos, k), best};
+    if (draft[pos] != best) return {pos, best};
   }
   return {k, sampling::argmax(p.subspan(k * vocab, vocab))};
 }
 
 AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<const float> q,
                                    std::span<const float> p, sampling::Rng& rng) {
-  RngDecisions decisions(rng);
-  return sampled(draft, q, p, decisions);
-}
-
-AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<const float> q,
-                                   std::span<const float> p, Decisions& decisions) {
   check_shapes(draft, q, p);
   const size_t vocab = static_cast<size_t>(n_vocab_);
   const int k = static_cast<int>(draft.size());
@@ -129,40 +87,29 @@ AcceptanceResult Acceptor::sampled(std::span<const int32_t> draft, std::span<con
     }
     // min(1, p/q), with p = 0 -> 0 (never leave the target's support) and q = 0 < p -> 1.
     const double prob = p_token == 0.0 ? 0.0 : p_token >= q_token ? 1.0 : p_token / q_token;
-    if (decisions.accept(prob)) continue;
+    if (rng.bernoulli(prob)) continue;
 
-    // Rejected: draw from normalise(max(0, p - q)); Decisions::draw normalises.
-    const bool clamp = defect_ != AcceptanceDefect::ResidualWithoutClamp;
+    // Rejected: draw from normalise(max(0, p - q)); Rng::categorical normalises.
     double residual_total = 0.0;
     for (size_t t = 0; t < vocab; ++t) {
       const double q_t =
           one_hot ? (static_cast<int32_t>(t) == token ? 1.0 : 0.0) : q_row[t] * q_scale;
-      const double diff = p_row[t] * p_scale - q_t;
-      const double weight = clamp ? std::max(0.0, diff) : std::fabs(diff);
-      weights_[t] = weight;
-      residual_total += weight;
+      weights_[t] = std::max(0.0, p_row[t] * p_scale - q_t);
+      residual_total += weights_[t];
     }
     // All zero means p = q up to rounding: a branch of probability 0 (see the header), so the
     // fallback cannot change the law; drawing from p keeps the token the target's.
-    if (!(residual_total > 0.0) || defect_ == AcceptanceDefect::ResidualIsP) {
+    if (!(residual_total > 0.0)) {
       std::copy(p_row.begin(), p_row.end(), weights_.begin());
     }
-    return {rejected_count(pos, k), decisions.draw(weights_)};
+    return {pos, rng.categorical(weights_)};
   }
 
   // k accepts: the bonus token from p_k.
-  std::span<const float> bonus_row = p.subspan(k * vocab, vocab);  // [n_vocab]
-  if (defect_ == AcceptanceDefect::BonusFromQ && k > 0) {
-    if (one_hot) {
-      std::fill(weights_.begin(), weights_.end(), 0.0);
-      weights_[draft[k - 1]] = 1.0;
-      return {k, decisions.draw(weights_)};
-    }
-    bonus_row = q.subspan((k - 1) * vocab, vocab);
-  }
+  const std::span<const float> bonus_row = p.subspan(k * vocab, vocab);  // [n_vocab]
   row_sum(bonus_row);  // validates the row, as every row the lane reads
   std::copy(bonus_row.begin(), bonus_row.end(), weights_.begin());
-  return {k, decisions.draw(weights_)};
+  return {k, rng.categorical(weights_)};
 }
 
 }  // namespace augur::spec

@@ -15,9 +15,11 @@
 // reason the residual and the row handed to the final draw are kept in double.
 //
 // Sampled lane (Leviathan et al. 2023, Chen et al. 2023), with p = p_{i-1}, q = q_i, d = d_i:
-//   - accept d with probability min(1, p(d) / q(d)): one uniform per draft position tested;
-//   - on the first rejection, draw from normalise(max(0, p - q)) (one uniform) and stop;
-//   - after k accepts, draw the bonus from p_k (one uniform).
+//   - accept d with probability min(1, p(d) / q(d)): one Rng::bernoulli per draft position tested;
+//   - on the first rejection, draw from normalise(max(0, p - q)) (one Rng::categorical) and stop;
+//   - after k accepts, draw the bonus from p_k (one Rng::categorical).
+// Every random choice goes through the Rng with its exact law, so the exact-law tests enumerate
+// this code (and the generation loop around it) by injecting an Rng that takes every outcome.
 // Edge cases, and why each keeps the law exact:
 //   - p(d) = 0: never accepted (probability 0), whatever q(d) is, so no committed token ever
 //     leaves the target's support.
@@ -29,7 +31,7 @@
 //     fallback leaves the law unchanged. We draw from p, the target's own row, so that where
 //     rounding does make the branch reachable (mass at rounding level) the token still follows
 //     the target. For identical rows it is unreachable: the normalised rows are bitwise equal,
-//     the ratio is exactly 1 and u < 1 always accepts.
+//     the ratio is exactly 1 and bernoulli(1) always accepts.
 // Greedy lane: accept while d_i == argmax p_{i-1} (lowest index on a tie, as the greedy Sampler);
 // next = argmax of the first mismatching row, or of p_k after k accepts. Rows may be one-hot
 // (Sampler::distribution at temperature 0) or raw logits with any penalty already applied;
@@ -38,6 +40,10 @@
 //
 // Cost: sampled, O(n_vocab) per tested draft (the double sums of p_{i-1} and q_i) plus O(n_vocab)
 // for the final draw; greedy, one argmax per tested row. No allocation after construction.
+//
+// The two lanes are virtual for one reason: the engine tests hand the Generator a test-side
+// subclass with a planted defect (tests/support/planted_acceptors.h), so each checker is shown to
+// catch it while production holds no defect branches. One virtual call per cycle costs nothing.
 #pragma once
 
 #include <cstdint>
@@ -53,88 +59,34 @@ struct AcceptanceResult {
   int32_t next_token = -1;  // the correction after a rejection, or the bonus after k accepts
 };
 
-// The random decisions of the sampled lane, behind one small seam. Production uses RngDecisions
-// (one uniform each, below); the exact-law test implements it to enumerate every outcome with
-// its exact probability while running this production code unchanged.
-class Decisions {
- public:
-  virtual ~Decisions() = default;
-  // True with probability `prob`, which is in [0, 1].
-  virtual bool accept(double prob) = 0;
-  // Index i with probability weights[i] / sum(weights); weights are >= 0 with a positive sum.
-  virtual int32_t draw(std::span<const double> weights) = 0;
-};
-
-// Decisions from uniforms: accept is `u < prob` (so prob 1 always accepts and prob 0 never
-// does); draw is the inverse CDF of sampling::draw on doubles (first index whose running sum
-// exceeds u * sum; zero-weight indices are never returned). Each consumes exactly one uniform.
-class RngDecisions final : public Decisions {
- public:
-  explicit RngDecisions(sampling::Rng& rng) : rng_(rng) {}
-  bool accept(double prob) override;
-  int32_t draw(std::span<const double> weights) override;
-
- private:
-  sampling::Rng& rng_;
-};
-
-// Deliberate mistakes an Acceptor can be built with, so the exact-law and greedy tests can show
-// they catch each one while running this production code. Tests only.
-// Why an enum: each defect is one branch at a point reached at most once per cycle (the residual,
-// the bonus, the count), so the hot accept loop is untouched and the production code path is the
-// one under test; a policy template would put the whole body in this header and instantiate a
-// second copy of it, and virtual hooks would split the rule across classes.
-// "q taken before top-k" is not here: which transforms produced q is the caller's business, so
-// the test plants that defect in its harness (q reported without the truncation it was drawn
-// with).
-enum class AcceptanceDefect {
-  None,
-  ResidualWithoutClamp,   // residual p - q without max(0, .); a draw cannot take negative
-                          // weights, so it uses the magnitude |p - q| (its drawable form)
-  BonusFromQ,             // after k accepts, bonus drawn from q_k (one-hot: d_k) instead of p_k
-  AcceptedCountOffByOne,  // after a rejection at draft i, reports i accepted (the rejected draft
-                          // is committed too); both lanes
-  ResidualIsP,            // after a rejection, draws from p instead of the residual (the
-                          // "resample the target" shortcut: biased towards the rejected draft)
-};
-
 class Acceptor {
  public:
   // Sizes the scratch row for `n_vocab` tokens (InvalidArgument if n_vocab <= 0). No allocation
   // after this.
   explicit Acceptor(int n_vocab);
-  // Tests only: an Acceptor with a planted defect.
-  static Acceptor with_planted_defect(int n_vocab, AcceptanceDefect defect);
+  virtual ~Acceptor() = default;
 
   int n_vocab() const { return n_vocab_; }
 
   // Greedy lane. draft: [k]; p: [k + 1, n_vocab] (one-hot or logit rows, see above).
-  [[nodiscard]] AcceptanceResult greedy(std::span<const int32_t> draft,   // [k]
-                                        std::span<const float> p) const;  // [k + 1, n_vocab]
+  [[nodiscard]] virtual AcceptanceResult greedy(
+      std::span<const int32_t> draft,   // [k]
+      std::span<const float> p) const;  // [k + 1, n_vocab]
 
   // Sampled lane. q is [k, n_vocab] (q_i is the row d_i was drawn from) or empty for a
   // deterministic drafter (q_i = one-hot on d_i). Rows are >= 0 with positive sums; p rows are
   // only read as far as the cycle gets. k = 0 is plain AR sampling from p_0.
-  [[nodiscard]] AcceptanceResult sampled(std::span<const int32_t> draft,  // [k]
-                                         std::span<const float> q,        // [k, n_vocab] or empty
-                                         std::span<const float> p,        // [k + 1, n_vocab]
-                                         sampling::Rng& rng);
-  // The same with the random decisions injected (the exact-law test enumerates through this).
-  [[nodiscard]] AcceptanceResult sampled(std::span<const int32_t> draft,  // [k]
-                                         std::span<const float> q,        // [k, n_vocab] or empty
-                                         std::span<const float> p,        // [k + 1, n_vocab]
-                                         Decisions& decisions);
+  [[nodiscard]] virtual AcceptanceResult sampled(std::span<const int32_t> draft,  // [k]
+                                                 std::span<const float> q,  // [k, n_vocab] or empty
+                                                 std::span<const float> p,  // [k + 1, n_vocab]
+                                                 sampling::Rng& rng);
 
  private:
-  Acceptor(int n_vocab, AcceptanceDefect defect);
   void check_shapes(std::span<const int32_t> draft, std::span<const float> q,
                     std::span<const float> p) const;
-  // The count reported after a rejection at draft index `n_accepted` (0-based).
-  int rejected_count(int n_accepted, int k) const;
 
   int n_vocab_;
-  AcceptanceDefect defect_ = AcceptanceDefect::None;
-  std::vector<double> weights_;  // [n_vocab] residual or bonus row handed to Decisions::draw
+  std::vector<double> weights_;  // [n_vocab] residual or bonus row handed to Rng::categorical
 };
 
 }  // namespace augur::spec

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "spec/ngram_drafter.h"
 #include "support/reference.h"
+#include "support/scripted_model.h"
 #include "test_paths.h"
 
 namespace augur::engine {
@@ -129,6 +131,58 @@ TEST(Generator, RejectsEmptyOrOversizedPrompts) {
   opt.n_predict = 20;  // 33 + 20 - 1 > 40
   EXPECT_THROW(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog),
                InvalidArgument);
+}
+
+// The message of the InvalidArgument `call` throws; a failure if it throws nothing or another type.
+template <typename Call>
+std::string invalid_argument_message(Call call) {
+  try {
+    call();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected InvalidArgument, got: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected InvalidArgument, nothing was thrown";
+  return {};
+}
+
+// The sampler/model and drafter/option combinations generate() refuses, each with the value and
+// what was allowed. (No sampler setting is refused for any drafter: every sampler config works
+// with every drafter, greedy through the greedy lane, the rest through the sampled lane.)
+TEST(Generator, RejectsASamplerForAnotherVocabularyAndADraftLengthOutOfRange) {
+  const testing::ScriptedModel model(4, [](std::span<const int32_t>, std::span<float> out) {
+    std::fill(out.begin(), out.end(), 0.0f);
+  });
+  kernels::ThreadPool pool(1);
+  Generator gen(model, pool, 32, 8);
+  sampling::SeededRng rng(1);
+  const std::vector<int32_t> prompt = {1, 2};
+  GenerateOptions opt;
+  opt.n_predict = 4;
+
+  sampling::SamplerConfig config;
+  const sampling::Sampler five_tokens(config, 5);
+  EXPECT_EQ(invalid_argument_message([&] { gen.generate(prompt, five_tokens, rng, opt, kNoEog); }),
+            "sampler is for 5 tokens, the model has 4");
+
+  const sampling::Sampler sampler(config, 4);
+  spec::NgramDrafter drafter;
+  opt.drafter = &drafter;
+  for (const int k : {0, kMaxDraft + 1}) {
+    opt.draft_max = k;
+    EXPECT_EQ(invalid_argument_message([&] { gen.generate(prompt, sampler, rng, opt, kNoEog); }),
+              "draft length " + std::to_string(k) + " is out of range: use 1..32");
+  }
+  // The bounds themselves are accepted; without a drafter draft_max is not looked at.
+  for (const int k : {1, kMaxDraft}) {
+    opt.draft_max = k;
+    EXPECT_EQ(gen.generate(prompt, sampler, rng, opt, kNoEog).tokens.size(), 4u);
+  }
+  opt.drafter = nullptr;
+  opt.draft_max = 0;
+  EXPECT_EQ(gen.generate(prompt, sampler, rng, opt, kNoEog).tokens.size(), 4u);
 }
 
 TEST(Generator, SampledRunsAreReproducibleBySeed) {

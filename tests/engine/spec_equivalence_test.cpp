@@ -1,12 +1,16 @@
 // Token-stream equivalence: greedy speculative decoding gives exactly AR's greedy tokens, for
-// every fixture and for zoo-target with each drafter, k in {1, 2, 4, 8, 16}, over 256 generated
-// tokens, with a small ubatch so the prompt and the k+1-row verifies cross ubatch boundaries.
+// every fixture and for zoo-target with each drafter (n-gram, layer-skip, and a separate draft
+// model: zoo-draft for zoo-target, one fixture for another), k in {1, 2, 4, 8, 16}, over 256
+// generated tokens, with a small ubatch so the prompt and the k+1-row verifies cross ubatch
+// boundaries.
 // The drafter must really have run (drafted > 0), or the comparison would prove nothing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "spec/vocab_match.h"
 #include "support/spec_setup.h"
 
 namespace augur::engine {
@@ -61,6 +65,10 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
     // One generator and drafter for every k: later runs also exercise prefix reuse.
     Generator gen(*target, pool, n_ctx, c.ubatch);
     auto holder = testing::make_test_drafter(kind, *target, pool, n_ctx, c.ubatch);
+    if (holder.draft_model) {
+      // What the CLI checks before it lets a draft model draft (spec/vocab_match.h).
+      EXPECT_NO_THROW(spec::check_same_vocabulary(*target, *holder.draft_model)) << kind;
+    }
     for (int k : kDraftLengths) {
       GenerateOptions spec_opt = opt;
       spec_opt.drafter = holder.drafter.get();
@@ -74,15 +82,23 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
       EXPECT_EQ(r.tokens, ar) << c.name << " " << kind << " k=" << k << ": first difference at "
                               << first_diff;
       EXPECT_GT(st.drafted, 0) << c.name << " " << kind << " k=" << k << ": the drafter never ran";
+      const std::string label =
+          kind.rfind("model:", 0) == 0
+              ? "model:" + std::filesystem::path(kind.substr(6)).filename().string()
+              : kind;
       std::printf(
           "[ spec     ] %-16s %-24s k=%-2d cycles %3lld drafted %4lld accepted %4lld tau %.2f\n",
-          c.name.c_str(), kind.substr(0, 24).c_str(), k, static_cast<long long>(st.cycles),
+          c.name.c_str(), label.c_str(), k, static_cast<long long>(st.cycles),
           static_cast<long long>(st.drafted), static_cast<long long>(st.accepted), st.tau());
     }
   }
 }
 
 const std::string kZooDraft = (testing::models_dir() / "zoo-draft-f16.gguf").string();
+// The fixtures share one 512-token vocabulary (FIXTURES.md), so any of them can draft for another.
+std::string fixture_draft(const std::string& name) {
+  return "model:" + (testing::fixtures_dir() / (name + ".gguf")).string();
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Models, SpecEquivalence,
@@ -93,6 +109,21 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny_llama_Q4_0", "fixtures/tiny-llama-Q4_0.gguf", {"ngram", "layerskip:1"}},
         Case{"tiny_qwen2", "fixtures/tiny-qwen2.gguf", {"ngram", "layerskip:1"}},
         Case{"tiny_qwen3", "fixtures/tiny-qwen3.gguf", {"ngram", "layerskip:1"}},
+        // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
+        // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
+        // penalty) and another architecture with other weights (keeps none: every cycle ends in
+        // a correction).
+        Case{"tiny_llama_draft_model",
+             "fixtures/tiny-llama.gguf",
+             {fixture_draft("tiny-llama-Q4_0")}},
+        Case{"tiny_qwen2_draft_model",
+             "fixtures/tiny-qwen2.gguf",
+             {fixture_draft("tiny-llama-BF16")}},
+        Case{"tiny_llama_Q8_0_draft_model_penalty",
+             "fixtures/tiny-llama-Q8_0.gguf",
+             {fixture_draft("tiny-llama")},
+             8,
+             1.3f},
         Case{"zoo_target_f16",
              "models/zoo-target-f16.gguf",
              {"model:" + kZooDraft, "ngram", "layerskip:4"},

@@ -41,6 +41,7 @@
 #include "spec/model_drafter.h"
 #include "support/chi_square.h"
 #include "support/model_session.h"
+#include "support/planted_acceptors.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -239,8 +240,7 @@ TEST(SpecStatistics, ExactTestRejectsResidualDrawnFromTarget) {
   ModelPair m;
   Generator gen(*m.target.model, m.target.pool, m.n_ctx, 512);
   spec::ModelDrafter drafter(*m.draft, m.target.pool, m.n_ctx, 512);
-  spec::Acceptor defective = spec::Acceptor::with_planted_defect(
-      static_cast<int>(m.target.n_vocab()), spec::AcceptanceDefect::ResidualIsP);
+  testing::ResidualIsPAcceptor defective(static_cast<int>(m.target.n_vocab()));
   std::vector<ChiSquare> exact;
   for (size_t p = 0; p < m.prompts.size(); ++p) {
     const auto& prompt = m.prompts[p];

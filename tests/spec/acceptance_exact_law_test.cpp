@@ -6,8 +6,12 @@
 // repetition penalty), k = 3. The harness below plays the engine's caller: it draws the drafts
 // from q, computes every row over the history of its position, and hands them to
 // Acceptor::sampled. Every random decision of a cycle (each draft draw, each accept test, the
-// residual or bonus draw) goes through one Enumerator, which replays the cycle once per branch
-// and weighs each branch by its exact probability: no sampling anywhere.
+// residual or bonus draw) goes through one EnumeratingRng, which replays the cycle once per
+// branch and weighs each branch by its exact probability: no sampling anywhere.
+//
+// This file proves the rule on adversarial rows, cycle by cycle, with a harness in the caller's
+// place; tests/engine/spec_exact_law_test.cpp proves the same law through engine::Generator
+// itself, so the loop's bookkeeping (histories, q rows, bonus row, commits) is covered there.
 //
 // The committed stream is followed across cycles: acceptance keeps no state between cycles and
 // each cycle depends only on the committed context, so the law of the first kLawLength tokens is
@@ -25,19 +29,23 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "sampling/enumerating_rng.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
+#include "support/planted_acceptors.h"
 
 namespace augur::spec {
 namespace {
 
 using sampling::Sampler;
 using sampling::SamplerConfig;
+using Enumerator = sampling::testing::EnumeratingRng;
 
 constexpr int kDraftLength = 3;  // k
 // Committed tokens whose joint law is checked: k + 2, so a full cycle's bonus falls inside the
@@ -45,91 +53,6 @@ constexpr int kDraftLength = 3;  // k
 constexpr int kLawLength = kDraftLength + 2;
 constexpr double kTolerance = 1e-9;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// A Decisions that walks every branch of a run, one run per branch. Each decision point offers
-// its outcomes of positive probability; a run takes the choices recorded on the current path and
-// the first outcome past its end, and next_path() advances the path like an odometer. weight()
-// is the exact probability of the run's branch.
-class Enumerator final : public Decisions {
- public:
-  bool accept(double prob) override {
-    if (!(prob >= 0.0 && prob <= 1.0)) ADD_FAILURE() << "accept probability " << prob;
-    options_.clear();
-    if (prob > 0.0) options_.push_back({1, static_cast<long double>(prob)});
-    if (prob < 1.0) options_.push_back({0, 1.0L - static_cast<long double>(prob)});
-    return choose() == 1;
-  }
-
-  int32_t draw(std::span<const double> weights) override {
-    long double total = 0.0L;
-    for (const double weight : weights) {
-      if (!(weight >= 0.0)) ADD_FAILURE() << "draw weight " << weight;
-      total += weight;
-    }
-    options_.clear();
-    for (size_t index = 0; index < weights.size(); ++index) {
-      if (weights[index] > 0.0)
-        options_.push_back({static_cast<int32_t>(index), weights[index] / total});
-    }
-    return choose();
-  }
-
-  // A draw from a float row as sampling::draw samples it (row / sum(row)): the drafter's draws.
-  int32_t draw_row(std::span<const float> row) {
-    row_.assign(row.begin(), row.end());
-    return draw(row_);
-  }
-
-  void start_run() {
-    depth_ = 0;
-    weight_ = 1.0L;
-  }
-  long double weight() const { return weight_; }
-
-  // Moves to the next unexplored branch; false once every branch has been run.
-  bool next_path() {
-    EXPECT_EQ(depth_, path_.size()) << "a replayed run took fewer decisions than recorded";
-    path_.resize(depth_);
-    while (!path_.empty() && path_.back().chosen + 1 == path_.back().options.size()) {
-      path_.pop_back();
-    }
-    if (path_.empty()) return false;
-    ++path_.back().chosen;
-    return true;
-  }
-
- private:
-  struct Option {
-    int32_t outcome;
-    long double prob;
-  };
-  struct Point {
-    size_t chosen;
-    std::vector<Option> options;
-  };
-
-  int32_t choose() {
-    if (options_.empty()) {
-      ADD_FAILURE() << "a decision with no outcome of positive probability";
-      return 0;
-    }
-    if (depth_ == path_.size()) {
-      path_.push_back({0, options_});
-    } else if (path_[depth_].options.size() != options_.size()) {
-      ADD_FAILURE() << "the replayed run is not deterministic at decision " << depth_;
-    }
-    const Option& option = path_[depth_].options[path_[depth_].chosen];
-    weight_ *= option.prob;
-    ++depth_;
-    return option.outcome;
-  }
-
-  std::vector<Point> path_;
-  size_t depth_ = 0;
-  long double weight_ = 1.0L;
-  std::vector<Option> options_;
-  std::vector<double> row_;
-};
 
 // logits(context, out): out = [n_vocab]
 using LogitFn = std::function<void(std::span<const int32_t>, std::span<float>)>;
@@ -258,7 +181,7 @@ class Harness {
       } else {
         const std::span<float> q_row(q_.data() + pos * vocab_, vocab_);
         sampler_.distribution(logits_, history_, q_drawn_);
-        token = enumerator.draw_row(q_drawn_);
+        token = enumerator.categorical(std::span<const float>(q_drawn_));
         if (q_before_top_k_) {
           untruncated_.distribution(logits_, history_, q_row);
         } else {
@@ -479,7 +402,31 @@ INSTANTIATE_TEST_SUITE_P(AdversarialPairs, ExactLaw,
                                            "NearUniformP", "AllTransformsAndPenalty"),
                          [](const auto& info) { return info.param; });
 
-// Planted defects: each must make the same check fail (expected failures).
+// Planted defects: each must make the same check fail (expected failures). The acceptance-rule
+// defects are test-side Acceptor subclasses (tests/support/planted_acceptors.h).
+enum class AcceptanceDefect {
+  None,
+  ResidualWithoutClamp,
+  BonusFromQ,
+  AcceptedCountOffByOne,
+  ResidualIsP
+};
+
+std::unique_ptr<Acceptor> make_acceptor(AcceptanceDefect defect, int n_vocab) {
+  switch (defect) {
+    case AcceptanceDefect::None: return std::make_unique<Acceptor>(n_vocab);
+    case AcceptanceDefect::ResidualWithoutClamp:
+      return std::make_unique<testing::ResidualWithoutClampAcceptor>(n_vocab);
+    case AcceptanceDefect::BonusFromQ:
+      return std::make_unique<testing::BonusFromQAcceptor>(n_vocab);
+    case AcceptanceDefect::AcceptedCountOffByOne:
+      return std::make_unique<testing::AcceptedCountOffByOneAcceptor>(n_vocab);
+    case AcceptanceDefect::ResidualIsP:
+      return std::make_unique<testing::ResidualIsPAcceptor>(n_vocab);
+  }
+  return nullptr;
+}
+
 struct DefectCase {
   std::string name;
   AcceptanceDefect defect;
@@ -492,8 +439,8 @@ class PlantedDefect : public ::testing::TestWithParam<DefectCase> {};
 TEST_P(PlantedDefect, BreaksTheExactLawCheck) {
   const DefectCase& c = GetParam();
   const Scenario& scenario = scenario_named(c.scenario);
-  Acceptor acceptor = Acceptor::with_planted_defect(scenario.n_vocab, c.defect);
-  const double error = check_law(scenario, acceptor, c.q_before_top_k).max_error;
+  const std::unique_ptr<Acceptor> acceptor = make_acceptor(c.defect, scenario.n_vocab);
+  const double error = check_law(scenario, *acceptor, c.q_before_top_k).max_error;
   std::printf("[ defect   ] %-22s on %-24s max |spec - AR| = %.3g\n", c.name.c_str(),
               c.scenario.c_str(), error);
   EXPECT_GT(error, kTolerance) << "the law check did not catch the planted defect";

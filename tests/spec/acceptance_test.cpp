@@ -1,5 +1,6 @@
 // Acceptor: the uniforms each lane consumes, the edge cases of the sampled rule, and greedy
-// acceptance against AR greedy decoding. The exact law is proved in acceptance_exact_law_test.
+// acceptance against AR greedy decoding. The exact law is proved in acceptance_exact_law_test
+// (the rule alone) and tests/engine/spec_exact_law_test (through the generation loop).
 #include "spec/acceptance.h"
 
 #include <gtest/gtest.h>
@@ -12,17 +13,23 @@
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "sampling/scripted_rng.h"
+#include "support/planted_acceptors.h"
 
 namespace augur::spec {
 namespace {
 
 using sampling::testing::ScriptedRng;
 
-// Records what the lane asks for and answers from a fixed script.
-class RecordingDecisions final : public Decisions {
+// Records what the lane asks for and answers from a fixed script: each bernoulli from `accepts`,
+// each categorical with the argmax of its weights. A bare uniform() is a failure.
+class RecordingRng final : public sampling::Rng {
  public:
-  explicit RecordingDecisions(std::vector<bool> accepts) : accepts_(std::move(accepts)) {}
-  bool accept(double prob) override {
+  explicit RecordingRng(std::vector<bool> accepts) : accepts_(std::move(accepts)) {}
+  double uniform() override {
+    ADD_FAILURE() << "the sampled lane draws through bernoulli and categorical only";
+    return 0.0;
+  }
+  bool bernoulli(double prob) override {
     probs.push_back(prob);
     if (probs.size() > accepts_.size()) {
       ADD_FAILURE() << "more accept tests than scripted";
@@ -30,7 +37,11 @@ class RecordingDecisions final : public Decisions {
     }
     return accepts_[probs.size() - 1];
   }
-  int32_t draw(std::span<const double> weights) override {
+  int32_t categorical(std::span<const float>) override {
+    ADD_FAILURE() << "the sampled lane draws from double rows";
+    return 0;
+  }
+  int32_t categorical(std::span<const double> weights) override {
     drawn.assign(weights.begin(), weights.end());
     ++n_draws;
     return sampling::argmax(std::vector<float>(weights.begin(), weights.end()));
@@ -47,34 +58,6 @@ std::vector<float> rows(std::initializer_list<std::initializer_list<float>> valu
   std::vector<float> flat;
   for (const auto& row : values) flat.insert(flat.end(), row.begin(), row.end());
   return flat;
-}
-
-TEST(RngDecisions, AcceptIsUniformStrictlyBelowProbOneUniformEach) {
-  struct Case {
-    double prob, u;
-    bool accepted;
-  };
-  const double below_one = std::nextafter(1.0, 0.0);
-  for (const Case& c : {Case{0.5, 0.4999, true}, Case{0.5, 0.5, false}, Case{1.0, below_one, true},
-                        Case{0.0, 0.0, false}, Case{0.25, 0.0, true}}) {
-    ScriptedRng rng({c.u});
-    RngDecisions decisions(rng);
-    EXPECT_EQ(decisions.accept(c.prob), c.accepted) << "prob " << c.prob << " u " << c.u;
-    EXPECT_EQ(rng.n_used(), 1u);
-  }
-}
-
-TEST(RngDecisions, DrawIsTheInverseCdfAndSkipsZeroWeights) {
-  const std::vector<double> weights = {0.0, 2.0, 0.0, 1.0, 1.0, 0.0};
-  const double below_one = std::nextafter(1.0, 0.0);
-  const std::vector<std::pair<double, int32_t>> cases = {{0.0, 1},    {0.4999, 1}, {0.5, 3},
-                                                         {0.7499, 3}, {0.75, 4},   {below_one, 4}};
-  for (const auto& [u, expected] : cases) {
-    ScriptedRng rng({u});
-    RngDecisions decisions(rng);
-    EXPECT_EQ(decisions.draw(weights), expected) << "u = " << u;
-    EXPECT_EQ(rng.n_used(), 1u);
-  }
 }
 
 // Vocabulary 3, k = 3, drafts {0, 1, 2}; p(d) / q(d) = 0.5 at every position.
@@ -120,12 +103,12 @@ TEST(SampledAcceptance, TokenTheTargetForbidsIsNeverAcceptedEvenAtUZero) {
   const std::vector<int32_t> draft = {1};
   const std::vector<float> q = {0.2f, 0.6f, 0.2f};
   const std::vector<float> p = rows({{0.5f, 0.0f, 0.5f}, {1.0f, 0.0f, 0.0f}});
-  RecordingDecisions decisions({false});
-  const AcceptanceResult result = acceptor.sampled(draft, q, p, decisions);
-  ASSERT_EQ(decisions.probs.size(), 1u);
-  EXPECT_EQ(decisions.probs[0], 0.0);
+  RecordingRng recorder({false});
+  const AcceptanceResult result = acceptor.sampled(draft, q, p, recorder);
+  ASSERT_EQ(recorder.probs.size(), 1u);
+  EXPECT_EQ(recorder.probs[0], 0.0);
   EXPECT_EQ(result.n_accepted, 0);
-  EXPECT_EQ(decisions.drawn[1], 0.0) << "the forbidden token has no residual mass";
+  EXPECT_EQ(recorder.drawn[1], 0.0) << "the forbidden token has no residual mass";
   ScriptedRng rng({0.0, 0.0});
   EXPECT_EQ(acceptor.sampled(draft, q, p, rng).n_accepted, 0);
 }
@@ -135,14 +118,14 @@ TEST(SampledAcceptance, TokenTheDrafterGaveNoMassIsAcceptedWhenTheTargetAllowsIt
   const std::vector<int32_t> draft = {1};
   const std::vector<float> q = {0.5f, 0.0f, 0.5f};
   const std::vector<float> p = rows({{0.4f, 0.2f, 0.4f}, {1.0f, 0.0f, 0.0f}});
-  RecordingDecisions decisions({true});
-  const AcceptanceResult result = acceptor.sampled(draft, q, p, decisions);
-  EXPECT_EQ(decisions.probs.at(0), 1.0) << "min(1, p / 0) = 1";
+  RecordingRng recorder({true});
+  const AcceptanceResult result = acceptor.sampled(draft, q, p, recorder);
+  EXPECT_EQ(recorder.probs.at(0), 1.0) << "min(1, p / 0) = 1";
   EXPECT_EQ(result.n_accepted, 1);
 
   // Both zero: the target forbids it, so it is rejected.
   const std::vector<float> p_forbids = rows({{0.5f, 0.0f, 0.5f}, {1.0f, 0.0f, 0.0f}});
-  RecordingDecisions forbid({false});
+  RecordingRng forbid({false});
   (void)acceptor.sampled(draft, q, p_forbids, forbid);
   EXPECT_EQ(forbid.probs.at(0), 0.0);
 }
@@ -152,12 +135,12 @@ TEST(SampledAcceptance, AllZeroResidualFallsBackToTheTargetRow) {
   const std::vector<int32_t> draft = {2};
   const std::vector<float> q = {0.1f, 0.2f, 0.3f, 0.4f};
   const std::vector<float> p = rows({{0.1f, 0.2f, 0.3f, 0.4f}, {1.0f, 0.0f, 0.0f, 0.0f}});
-  RecordingDecisions decisions({false});  // force the probability-0 rejection
-  const AcceptanceResult result = acceptor.sampled(draft, q, p, decisions);
-  EXPECT_EQ(decisions.probs.at(0), 1.0) << "p = q: the ratio is exactly 1";
+  RecordingRng recorder({false});  // force the probability-0 rejection
+  const AcceptanceResult result = acceptor.sampled(draft, q, p, recorder);
+  EXPECT_EQ(recorder.probs.at(0), 1.0) << "p = q: the ratio is exactly 1";
   EXPECT_EQ(result.n_accepted, 0);
-  ASSERT_EQ(decisions.drawn.size(), 4u);
-  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(decisions.drawn[t], double(p[t])) << "token " << t;
+  ASSERT_EQ(recorder.drawn.size(), 4u);
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(recorder.drawn[t], double(p[t])) << "token " << t;
 
   // With an Rng the rejection cannot happen: u < 1 always accepts.
   ScriptedRng rng({std::nextafter(1.0, 0.0), 0.0});
@@ -169,12 +152,12 @@ TEST(SampledAcceptance, OneHotRejectionDrawsFromTheTargetWithoutTheRejectedToken
   const std::vector<int32_t> draft = {1, 3};
   const std::vector<float> p =
       rows({{0.1f, 0.2f, 0.3f, 0.4f}, {0.25f, 0.25f, 0.25f, 0.25f}, {0.0f, 0.0f, 1.0f, 0.0f}});
-  RecordingDecisions decisions({false});
-  const AcceptanceResult result = acceptor.sampled(draft, {}, p, decisions);
-  EXPECT_NEAR(decisions.probs.at(0), 0.2, 1e-7) << "one-hot q: the ratio is p(d)";
+  RecordingRng recorder({false});
+  const AcceptanceResult result = acceptor.sampled(draft, {}, p, recorder);
+  EXPECT_NEAR(recorder.probs.at(0), 0.2, 1e-7) << "one-hot q: the ratio is p(d)";
   EXPECT_EQ(result.n_accepted, 0);
   const std::vector<double> expected = {0.1, 0.0, 0.3, 0.4};
-  for (size_t t = 0; t < 4; ++t) EXPECT_NEAR(decisions.drawn.at(t), expected[t], 1e-7);
+  for (size_t t = 0; t < 4; ++t) EXPECT_NEAR(recorder.drawn.at(t), expected[t], 1e-7);
 }
 
 // Scaling by powers of two is exact in float, so the normalised rows are bitwise the same.
@@ -185,8 +168,8 @@ TEST(SampledAcceptance, RowsAreNormalisedByTheirSums) {
   for (float& value : p_scaled) value *= 4.0f;
   for (float& value : q_scaled) value *= 0.25f;
   Acceptor acceptor(3);
-  RecordingDecisions plain({true, false});
-  RecordingDecisions scaled({true, false});
+  RecordingRng plain({true, false});
+  RecordingRng scaled({true, false});
   (void)acceptor.sampled(c.draft, c.q, c.p, plain);
   (void)acceptor.sampled(c.draft, q_scaled, p_scaled, scaled);
   ASSERT_EQ(plain.probs.size(), 2u);
@@ -257,7 +240,8 @@ std::vector<int32_t> speculative_greedy(const GreedyCase& c, const Acceptor& acc
 }
 
 // Counts the cases whose speculative greedy stream differs from AR greedy.
-int greedy_mismatches(AcceptanceDefect defect) {
+// `defective`: run an acceptor with a planted defect instead of the production one.
+int greedy_mismatches(bool defective) {
   sampling::SeededRng rng(2024);
   int mismatches = 0;
   constexpr size_t kTokens = 24;
@@ -272,13 +256,15 @@ int greedy_mismatches(AcceptanceDefect defect) {
     config.repeat_penalty = kind == GreedyRows::RawLogits ? 1.0f : 1.3f;
     config.repeat_last_n = 4;
     const sampling::Sampler sampler(config, c.n_vocab);
-    const Acceptor acceptor = Acceptor::with_planted_defect(c.n_vocab, defect);
+    const Acceptor plain(c.n_vocab);
+    const testing::AcceptedCountOffByOneAcceptor off_by_one(c.n_vocab);
+    const Acceptor& acceptor = defective ? off_by_one : plain;
 
     std::vector<int32_t> ar;
     while (ar.size() < kTokens) ar.push_back(sampler.sample(c.logits(ar), ar, rng));
     const std::vector<int32_t> spec = speculative_greedy(c, acceptor, sampler, kind, kTokens, rng);
     if (spec != ar) ++mismatches;
-    if (defect == AcceptanceDefect::None) {
+    if (!defective) {
       EXPECT_EQ(spec, ar) << "case " << case_index << " n_vocab " << c.n_vocab;
     }
   }
@@ -286,11 +272,11 @@ int greedy_mismatches(AcceptanceDefect defect) {
 }
 
 TEST(GreedyAcceptance, EqualsArGreedyOnRandomCasesWithTies) {
-  EXPECT_EQ(greedy_mismatches(AcceptanceDefect::None), 0);
+  EXPECT_EQ(greedy_mismatches(false), 0);
 }
 
 TEST(GreedyAcceptance, PlantedCountOffByOneIsCaught) {
-  EXPECT_GT(greedy_mismatches(AcceptanceDefect::AcceptedCountOffByOne), 0);
+  EXPECT_GT(greedy_mismatches(true), 0);
 }
 
 TEST(GreedyAcceptance, AcceptsWhileDraftIsArgmaxThenTakesTheLowestIndexOnATie) {
