@@ -156,6 +156,7 @@ class ArgmaxDrafter final : public spec::DraftSource {
     }
   }
   void observe(int) override {}
+  int64_t memory_bytes() const override { return 0; }
 
  private:
   HistoryLogits logits_;
@@ -179,6 +180,7 @@ class ShiftedQDrafter final : public spec::DraftSource {
     }
   }
   void observe(int n_accepted) override { inner_.observe(n_accepted); }
+  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
 
  private:
   spec::DraftSource& inner_;
