@@ -391,7 +391,6 @@ void check_equivalence(const RunReport& run, const std::set<std::string>& arms,
     const Sample& s = *f.first->sample;
     const Sample& ref = *f.first->reference;
     const bool is_ar = run.arm(s.arm).config.kind == "ar";
-    const size_t n_compared = run.of(s.arm, true).size();
     out.push_back(
         {"EQUIVALENCE",
          fmt::format("arm '{}' prompt '{}': {} greedy samples differ from {} (arm '{}' {}){}; "
@@ -400,7 +399,6 @@ void check_equivalence(const RunReport& run, const std::set<std::string>& arms,
                      ref.label(), why, s.index, s.repeat, s.warmup ? " (warm-up)" : "", f.first->at,
                      token_at(s.tokens, f.first->at), token_at(ref.tokens, f.first->at),
                      is_ar ? "; the AR baseline is not deterministic" : "")});
-    (void)n_compared;
   }
 }
 
@@ -595,6 +593,22 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
   }
 }
 
+// The rules about claims, in the doc's order. `whole_report`: also the parts that judge every arm
+// and the report's summary (a harness deciding one claim has not written them yet).
+void check_claims(const RunReport& run, const Claims& claims, bool whole_report,
+                  std::vector<Violation>& out) {
+  check_spec_ran(run, claims, whole_report, out);
+  check_baseline_as_subject(run, claims, whole_report, out);
+  check_self_comparison(run, claims, out);
+  check_samples(run, claims, out);
+  check_decode_tokens(run, claims, out);
+  check_decode_only(run, claims, whole_report, out);
+  check_speedup_value(run, claims, out);
+  check_speedup_bound(run, claims, out);
+  check_scope(run, claims, out);
+  check_prefill_variance(run, claims, out);
+}
+
 }  // namespace
 
 std::optional<double> measured_decode_median(const RunReport& run, const std::string& arm) {
@@ -624,17 +638,7 @@ std::vector<Mismatch> equivalence_mismatches(const RunReport& run) {
 
 std::vector<Violation> check_run_evidence(const RunReport& run) {
   std::vector<Violation> out;
-  const Claims& claims = run.speedups;
-  check_spec_ran(run, claims, /*every_arm=*/true, out);
-  check_baseline_as_subject(run, claims, /*every_arm=*/true, out);
-  check_self_comparison(run, claims, out);
-  check_samples(run, claims, out);
-  check_decode_tokens(run, claims, out);
-  check_decode_only(run, claims, /*with_summary=*/true, out);
-  check_speedup_value(run, claims, out);
-  check_speedup_bound(run, claims, out);
-  check_scope(run, claims, out);
-  check_prefill_variance(run, claims, out);
+  check_claims(run, run.speedups, /*whole_report=*/true, out);
   check_equivalence(run, {}, out);
   check_derived_values(run, out);
   check_memory_claim(run, out);
@@ -643,17 +647,7 @@ std::vector<Violation> check_run_evidence(const RunReport& run) {
 
 std::vector<Violation> claim_violations(const RunReport& run, const Speedup& claim) {
   std::vector<Violation> out;
-  const Claims claims = {claim};
-  check_spec_ran(run, claims, /*every_arm=*/false, out);
-  check_baseline_as_subject(run, claims, /*every_arm=*/false, out);
-  check_self_comparison(run, claims, out);
-  check_samples(run, claims, out);
-  check_decode_tokens(run, claims, out);
-  check_decode_only(run, claims, /*with_summary=*/false, out);
-  check_speedup_value(run, claims, out);
-  check_speedup_bound(run, claims, out);
-  check_scope(run, claims, out);
-  check_prefill_variance(run, claims, out);
+  check_claims(run, {claim}, /*whole_report=*/false, out);
   check_equivalence(run, {claim.subject, claim.baseline}, out);
   return out;
 }
