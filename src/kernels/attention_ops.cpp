@@ -108,7 +108,7 @@ void attention_scores(const float* q, const float* keys, int64_t n_keys, int64_t
 void attention_scores_multi(const float* const* q, int64_t n_queries, const float* keys,
                             const int64_t* n_keys, int64_t head_dim, float scale,
                             float* const* out) {
-  if (current_isa() == Isa::kAvx2) {
+  if (runs_avx2_kernels(current_isa())) {
     return detail::attention_scores_avx2(q, n_queries, keys, n_keys, head_dim, scale, out);
   }
   for (int64_t query = 0; query < n_queries; ++query) {
@@ -119,7 +119,7 @@ void attention_scores_multi(const float* const* q, int64_t n_queries, const floa
 }
 
 void exp_nonpositive(const float* x, int64_t n, float* out) {
-  if (current_isa() == Isa::kAvx2) return detail::exp_nonpositive_avx2(x, n, out);
+  if (runs_avx2_kernels(current_isa())) return detail::exp_nonpositive_avx2(x, n, out);
   for (int64_t i = 0; i < n; i += kExpLanes) {
     float in[kExpLanes] = {}, result[kExpLanes];
     const int64_t count = n - i < kExpLanes ? n - i : kExpLanes;
@@ -130,7 +130,7 @@ void exp_nonpositive(const float* x, int64_t n, float* out) {
 }
 
 void softmax_inplace(float* x, int64_t n) {
-  if (current_isa() == Isa::kAvx2) return detail::softmax_inplace_avx2(x, n);
+  if (runs_avx2_kernels(current_isa())) return detail::softmax_inplace_avx2(x, n);
   float max = -INFINITY;
   for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
   // Groups of 16 as the AVX2 path: lanes l+8 and l, then l+4 and l, then (0+2) + (1+3); each
@@ -160,7 +160,7 @@ void attention_weighted_sum(const float* w, const float* values, int64_t n_keys,
 
 void attention_weighted_sum_multi(const float* const* w, int64_t n_queries, const float* values,
                                   const int64_t* n_keys, int64_t head_dim, float* const* out) {
-  if (current_isa() == Isa::kAvx2) {
+  if (runs_avx2_kernels(current_isa())) {
     return detail::attention_weighted_sum_avx2(w, n_queries, values, n_keys, head_dim, out);
   }
   for (int64_t query = 0; query < n_queries; ++query) {

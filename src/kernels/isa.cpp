@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -23,12 +27,35 @@ std::string allowed_list() {
   return out;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// AVX512F/BW/VL/DQ/VNNI from cpuid leaf 7, and XCR0 saying the OS saves the SSE, AVX, opmask and
+// both halves of the ZMM state (bits 1, 2, 5, 6, 7): without the latter the instructions fault.
+bool cpu_has_avx512_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  if (!(ecx & bit_OSXSAVE)) return false;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const unsigned need_ebx = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+  if ((ebx & need_ebx) != need_ebx || !(ecx & bit_AVX512VNNI)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  asm volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  constexpr unsigned kZmmState = 0xE6;
+  return (xcr0_lo & kZmmState) == kZmmState;
+}
+#endif
+
 }  // namespace
+
+std::vector<Isa> all_isas() {
+  return {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+}
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
   }
   return "unknown";
 }
@@ -43,13 +70,19 @@ bool cpu_supports(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx512:
+#if defined(__x86_64__) || defined(__i386__)
+      return cpu_supports(Isa::kAvx2) && cpu_has_avx512_vnni();
+#else
+      return false;
+#endif
   }
   return false;
 }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+  for (Isa isa : all_isas()) {
     if (cpu_supports(isa)) out.push_back(isa);
   }
   return out;
@@ -58,7 +91,7 @@ std::vector<Isa> supported_isas() {
 Isa select_isa(const char* requested) {
   if (requested == nullptr || *requested == '\0') return supported_isas().back();
   const std::string_view value = requested;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+  for (Isa isa : all_isas()) {
     if (value != isa_name(isa)) continue;
     if (!cpu_supports(isa)) {
       throw InvalidArgument(fmt::format("AUGUR_ISA={}: this CPU does not support it (allowed: {})",

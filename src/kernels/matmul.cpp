@@ -56,8 +56,10 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     const detail::MatmulArgs* args;
     void (*rows)(const detail::MatmulArgs&, int64_t, int64_t);
   };
-  const Job job{
-      &args, current_isa() == Isa::kAvx2 ? detail::matmul_rows_avx2 : detail::matmul_rows_scalar};
+  const Isa isa = current_isa();
+  const Job job{&args, isa == Isa::kAvx512 ? detail::matmul_rows_avx512
+                       : isa == Isa::kAvx2 ? detail::matmul_rows_avx2
+                                           : detail::matmul_rows_scalar};
   // Captures one pointer, so std::function keeps it inline: no allocation per call.
   const Job* job_ptr = &job;
   pool.parallel_for(

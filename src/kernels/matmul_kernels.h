@@ -1,6 +1,6 @@
 // Internal to kernels/: the per-ISA row kernels behind matmul() and the tiling they share.
-// Included by ISA-specific files (*_avx2.cpp), so it holds plain data, declarations and templates
-// that those files instantiate with their own file-local types only.
+// Included by ISA-specific files (*_avx2.cpp, *_avx512.cpp), so it holds plain data, declarations
+// and templates that those files instantiate with their own file-local types only.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,8 @@ struct MatmulArgs {
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// Q8_0/Q4_0 in AVX-512 VNNI; every other type goes to matmul_rows_avx2.
+void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays
 // in L1 while every tile of activation rows passes over it, and each tile of activation rows stays

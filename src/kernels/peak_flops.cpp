@@ -33,7 +33,7 @@ int64_t fma_chains_portable(int64_t n_fmas, float* sink) {
 }  // namespace
 
 int64_t fma_chains(int64_t n_fmas, float* sink) {
-  if (current_isa() == Isa::kAvx2) return detail::fma_chains_avx2(n_fmas, sink);
+  if (runs_avx2_kernels(current_isa())) return detail::fma_chains_avx2(n_fmas, sink);
   return fma_chains_portable(n_fmas, sink);
 }
 

@@ -18,7 +18,8 @@ void quantize_rows_q8_0_avx2(const float* x, int64_t rows, int64_t cols, int8_t*
 
 void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d) {
   AUGUR_CHECK(cols % 32 == 0, "Q8_0 activation rows are whole blocks of 32");
-  if (current_isa() == Isa::kAvx2) return detail::quantize_rows_q8_0_avx2(x, rows, cols, qs, d);
+  if (runs_avx2_kernels(current_isa()))
+    return detail::quantize_rows_q8_0_avx2(x, rows, cols, qs, d);
   const int64_t blocks = rows * (cols / 32);
   for (int64_t b = 0; b < blocks; ++b) {
     const float* v = x + 32 * b;

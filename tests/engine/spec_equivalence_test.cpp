@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "spec/vocab_match.h"
+#include "support/requested_isa.h"
 #include "support/spec_setup.h"
 
 namespace augur::engine {
@@ -42,7 +43,10 @@ std::vector<int32_t> long_prompt(const Case& c, const model::Model& m) {
   return joined;
 }
 
-class SpecEquivalence : public ::testing::TestWithParam<Case> {};
+class SpecEquivalence : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
+};
 
 TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
   const Case& c = GetParam();

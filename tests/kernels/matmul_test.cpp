@@ -225,21 +225,40 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
   }
 }
 
-// The portable and AVX2 integer kernels do the same float operations in the same order.
+// Every path's integer kernels (AVX2, AVX-512 VNNI) do the scalar path's float operations in the
+// same order: bitwise equal for M = 1..16, 33, 100 (one tile, several tiles, a partial tile),
+// odd and even block counts, row counts that leave partial row blocks and unpaired rows, and any
+// thread split.
 TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
-  if (!cpu_supports(Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 path to compare";
-  ThreadPool pool(2);
+  if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  std::vector<int64_t> ms;
+  for (int64_t m = 1; m <= 16; ++m) ms.push_back(m);
+  ms.push_back(33);
+  ms.push_back(100);
+  uint32_t seed = 100;
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
-    const auto w = make_weights(type, 23, 320, 5);
-    for (int64_t M : {1, 3, 8, 13, 40}) {
-      const auto x = random_activations(M, 320, 6);
-      std::vector<float> scalar(static_cast<size_t>(M * 23)), avx2(scalar.size());
-      set_isa_for_testing(Isa::kScalar);
-      matmul(w.matrix, x.data(), M, scalar.data(), pool);
-      set_isa_for_testing(Isa::kAvx2);
-      matmul(w.matrix, x.data(), M, avx2.data(), pool);
-      EXPECT_EQ(std::memcmp(scalar.data(), avx2.data(), scalar.size() * 4), 0)
-          << gguf::type_name(type) << " M " << M;
+    for (int64_t cols : {32, 96, 320}) {
+      for (int64_t rows : {1, 7, 23}) {
+        const auto w = make_weights(type, rows, cols, seed++);
+        for (int64_t M : ms) {
+          const auto x = random_activations(M, cols, seed++);
+          std::vector<float> scalar(static_cast<size_t>(M * rows));
+          set_isa_for_testing(Isa::kScalar);
+          matmul(w.matrix, x.data(), M, scalar.data(), pools[0]);
+          for (Isa isa : supported_isas()) {
+            if (isa == Isa::kScalar) continue;
+            set_isa_for_testing(isa);
+            for (auto& pool : pools) {
+              std::vector<float> y(scalar.size(), NAN);
+              matmul(w.matrix, x.data(), M, y.data(), pool);
+              ASSERT_EQ(std::memcmp(scalar.data(), y.data(), y.size() * 4), 0)
+                  << gguf::type_name(type) << " " << isa_name(isa) << " cols " << cols << " rows "
+                  << rows << " M " << M << " threads " << pool.size();
+            }
+          }
+        }
+      }
     }
   }
   set_isa_for_testing(select_isa(nullptr));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/model_session.h"
+#include "support/requested_isa.h"
 #include "test_paths.h"
 
 namespace augur {
@@ -25,7 +26,10 @@ std::vector<int32_t> some_tokens(int64_t n_vocab, int n) {
   return tokens;
 }
 
-class BatchInvariance : public ::testing::TestWithParam<std::string> {};
+class BatchInvariance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
+};
 
 TEST_P(BatchInvariance, LogitsAndCacheRowsAreBitwiseIndependentOfBatchShape) {
   const auto path = std::filesystem::path(GetParam()).is_absolute()

@@ -14,6 +14,7 @@
 #include "kernels/quantize_activations.h"
 #include "support/model_session.h"
 #include "support/reference.h"
+#include "support/requested_isa.h"
 #include "test_paths.h"
 
 namespace augur {
@@ -76,7 +77,10 @@ struct Fixture {
   }
 };
 
-class FixtureTest : public ::testing::TestWithParam<std::string> {};
+class FixtureTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
+};
 
 TEST_P(FixtureTest, PromptLogitsMatchReferenceInOneBatch) {
   Fixture fx(GetParam());
