@@ -51,6 +51,9 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     } else {
       pool.parallel_for(M, quantize);
     }
+    if (const auto* observer = detail::activation_observer()) {
+      (*observer)({x, M, w.cols, codes.data(), scales.data()});
+    }
   }
   struct Job {
     const detail::MatmulArgs* args;

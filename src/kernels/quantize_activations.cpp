@@ -1,12 +1,31 @@
 #include "kernels/quantize_activations.h"
 
 #include <cmath>
+#include <utility>
 
 #include "common/error.h"
 #include "kernels/isa.h"
 #include "tensor/matrix.h"
 
 namespace augur::kernels {
+
+namespace {
+ActivationObserver& observer_slot() {
+  static ActivationObserver observer;
+  return observer;
+}
+}  // namespace
+
+void set_activation_observer_for_testing(ActivationObserver observer) {
+  observer_slot() = std::move(observer);
+}
+
+namespace detail {
+const ActivationObserver* activation_observer() {
+  const ActivationObserver& observer = observer_slot();
+  return observer ? &observer : nullptr;
+}
+}  // namespace detail
 
 bool uses_q8_activations(gguf::TensorType type) {
   return type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "gguf/types.h"
 
@@ -19,5 +20,25 @@ bool uses_q8_activations(gguf::TensorType type);
 // amax = max |x| over the block; the stored scale is fp16(amax / 127) (returned here as the
 // float it decodes to); codes are x * (127 / amax) rounded to nearest even (0 when amax is 0).
 void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d);
+
+// One matmul's activations as quantized for its integer products.
+struct QuantizedActivations {
+  const float* x;  // [rows, cols] the floats
+  int64_t rows, cols;
+  int8_t* codes;  // [rows, cols]      writable: an observer may change a rounding
+  float* scales;  // [rows, cols / 32] writable, likewise
+};
+using ActivationObserver = std::function<void(const QuantizedActivations&)>;
+
+// Tests only: matmul calls `observer` on the calling thread after it quantizes each activation
+// matrix, before the products read the codes. tests/support/near_tie.h uses it to show that a
+// row departing from llama.cpp is one activation rounding that sat at a near-tie. An empty
+// observer (the default) turns it off. Not for concurrent use with running kernels.
+void set_activation_observer_for_testing(ActivationObserver observer);
+
+namespace detail {
+// The observer set for testing, or null.
+const ActivationObserver* activation_observer();
+}  // namespace detail
 
 }  // namespace augur::kernels

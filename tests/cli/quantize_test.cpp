@@ -1,7 +1,7 @@
 // `augur quantize` end to end through the real binary: Q8_0/Q4_0 files identical to the ones
-// llama-quantize --pure made (tiny-llama-Q8_0/Q4_0.gguf) and logits equal to their references;
-// Q4_K/Q6_K files that load and stay close to the F32 model; llama.cpp's tensor selection and
-// fallbacks; and the error cases, which leave no file behind.
+// llama-quantize --pure made (tiny-llama-Q8_0/Q4_0.gguf) and logits equal to their references
+// but for near-tie roundings; Q4_K/Q6_K files that load and stay close to the F32 model;
+// llama.cpp's tensor selection and fallbacks; and the error cases, which leave no file behind.
 #include "tensor/quantize.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +23,9 @@
 #include "gguf/writer.h"
 #include "kernels/thread_pool.h"
 #include "model/quantize_model.h"
+#include "support/gguf_rewrite.h"
 #include "support/model_session.h"
+#include "support/near_tie.h"
 #include "support/reference.h"
 #include "support/run_command.h"
 #include "tensor/matrix.h"
@@ -172,23 +174,6 @@ Deviation deviation(const std::vector<float>& got, const std::vector<float>& wan
   return d;
 }
 
-// Copies a GGUF with the bytes of the tensors `edit` accepts rewritten in place (same type/size).
-void rewrite_tensors(
-    const fs::path& src, const fs::path& dst,
-    const std::function<bool(const gguf::TensorInfo&, std::vector<uint8_t>&)>& edit) {
-  const auto in = gguf::File::open(src);
-  gguf::Writer out(dst);
-  for (const auto& [key, value] : in->metadata()) out.set(key, value);
-  for (const auto& t : in->tensors()) out.add_tensor(t.name, t.type, t.ne);
-  out.write_header();
-  for (const auto& t : in->tensors()) {
-    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
-    edit(t, bytes);
-    out.write_tensor_data(t.name, std::span<const uint8_t>(bytes));
-  }
-  out.finish();
-}
-
 // ---- Q8_0 / Q4_0: what llama-quantize --pure wrote ----
 
 class LlamaQuantizeTypes : public QuantizeTest,
@@ -225,27 +210,27 @@ TEST_P(LlamaQuantizeTypes, OutputIsTheLlamaQuantizeFileByteForByte) {
 }
 
 // augur computes Q8_0/Q4_0 products as llama.cpp does (integer dots on Q8_0 activations), so the
-// file's logits match llama.cpp's quantized reference: within logits_atol_f32_engine everywhere
-// and within logits_atol (llama.cpp's own noise) on many rows, at least a quarter
-// (tests/model/fixture_test.cpp explains the rows that depart).
+// file's prompt logits match llama.cpp's quantized reference within logits_atol on every row, but
+// where an activation rounding sat at a near-tie that the two engines settle differently
+// (tests/support/near_tie.h, tests/model/fixture_test.cpp).
 TEST_P(LlamaQuantizeTypes, OutputLogitsMatchTheFixturesQuantizedReference) {
   const std::string type = GetParam();
   const auto out = path("out.gguf");
   ASSERT_EQ(quantize(fixture("tiny-llama.gguf"), out, type).exit_code, 0);
   const Reference ref("tiny-llama-" + type);
-  const auto& tolerance = ref.ref["recommended_tolerance"];
-  const auto got = prompt_logits(out, ref);
+  const float atol = ref.ref["recommended_tolerance"]["logits_atol"].get<float>();
   const auto want = ref.main_logits();
-  EXPECT_LE(deviation(got, want, ref.n_vocab).max_abs,
-            tolerance["logits_atol_f32_engine"].get<float>())
-      << type;
-  const auto rows = static_cast<int64_t>(want.size()) / ref.n_vocab;
-  int64_t tight = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    tight += testing::max_abs_diff(got.data() + r * ref.n_vocab, want.data() + r * ref.n_vocab,
-                                   ref.n_vocab) <= tolerance["logits_atol"].get<float>();
+  for (size_t p = 0; p < ref.n_prompts(); ++p) {
+    std::vector<testing::ForwardPass> passes(1);
+    passes[0].tokens = ref.prompt(p);
+    const auto offset = ref.ref["logits_file"]["row_offsets"][p].get<size_t>();
+    for (size_t i = 0; i < passes[0].tokens.size(); ++i) {
+      passes[0].want.push_back(want.data() + (offset + i) * ref.n_vocab);
+    }
+    testing::ModelSession s(out);
+    EXPECT_EQ(testing::explain_departures(s, passes, atol).unexplained, "")
+        << type << " prompt " << p;
   }
-  EXPECT_GE(4 * tight, rows) << type << ": only " << tight << " of " << rows << " rows tight";
 }
 
 TEST_P(LlamaQuantizeTypes, ThreadCountAndChunkSizeDoNotChangeTheBytes) {
@@ -382,19 +367,20 @@ TEST_P(KQuantTypes, BoundRejectsAFileWithOneTensorsNibblesSwapped) {
   const auto& c = GetParam();
   const auto good = path("good.gguf"), bad = path("bad.gguf");
   ASSERT_EQ(quantize(fixture("tiny-llama.gguf"), good, c.type).exit_code, 0);
-  rewrite_tensors(good, bad, [](const gguf::TensorInfo& t, std::vector<uint8_t>& bytes) {
-    if (t.name != "blk.3.ffn_down.weight") return false;
-    // Q4_K: d, dmin (4 bytes) and 12 scale bytes, then 128 bytes of nibbles.
-    // Q6_K: 128 bytes of low nibbles first (then qh, scales, d).
-    const bool q4_k = t.type == TensorType::Q4_K;
-    const size_t block = gguf::traits(t.type).block_bytes, first = q4_k ? 16 : 0;
-    for (size_t b = 0; b < bytes.size(); b += block) {
-      for (size_t i = first; i < first + 128; ++i) {
-        bytes[b + i] = static_cast<uint8_t>((bytes[b + i] >> 4) | (bytes[b + i] << 4));
-      }
-    }
-    return true;
-  });
+  testing::rewrite_tensor_bytes(
+      good, bad, [](const gguf::TensorInfo& t, std::vector<uint8_t>& bytes) {
+        if (t.name != "blk.3.ffn_down.weight") return false;
+        // Q4_K: d, dmin (4 bytes) and 12 scale bytes, then 128 bytes of nibbles.
+        // Q6_K: 128 bytes of low nibbles first (then qh, scales, d).
+        const bool q4_k = t.type == TensorType::Q4_K;
+        const size_t block = gguf::traits(t.type).block_bytes, first = q4_k ? 16 : 0;
+        for (size_t b = 0; b < bytes.size(); b += block) {
+          for (size_t i = first; i < first + 128; ++i) {
+            bytes[b + i] = static_cast<uint8_t>((bytes[b + i] >> 4) | (bytes[b + i] << 4));
+          }
+        }
+        return true;
+      });
   const auto reference = Reference("tiny-llama");
   ASSERT_EQ(k_quant_bound_violation(c, prompt_logits(good, reference)), "");
   EXPECT_NE(k_quant_bound_violation(c, prompt_logits(bad, reference)), "");

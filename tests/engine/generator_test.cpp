@@ -39,12 +39,13 @@ TEST(Generator, GreedyReproducesReferenceTokens) {
   Generator gen(*t.model, t.pool, 256, 512);
   sampling::SeededRng rng(1);
   GenerateOptions opt;
-  opt.n_predict = 48;
+  const auto n_prompt = static_cast<int64_t>(t.prompt(2).size());
+  opt.n_predict = static_cast<int>(t.greedy(2).size());
   const auto r = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
   EXPECT_EQ(r.tokens, t.greedy(2));
   EXPECT_EQ(r.stop, StopReason::Length);
-  EXPECT_EQ(r.stats.n_prompt, 33);
-  EXPECT_EQ(r.stats.n_gen, 48);
+  EXPECT_EQ(r.stats.n_prompt, n_prompt);
+  EXPECT_EQ(r.stats.n_gen, opt.n_predict);
   EXPECT_GT(r.stats.prefill_s, 0);
   EXPECT_GT(r.stats.decode_s, 0);
   // A second call reuses the cached prompt (only its last token is evaluated again) and gives
@@ -55,7 +56,7 @@ TEST(Generator, GreedyReproducesReferenceTokens) {
   gen.reset();
   const auto fresh = gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog);
   EXPECT_EQ(fresh.tokens, r.tokens);
-  EXPECT_EQ(fresh.stats.n_prompt_evaluated, 33);
+  EXPECT_EQ(fresh.stats.n_prompt_evaluated, n_prompt);
 }
 
 TEST(Generator, ReusesOnlyTheCommonPrefixOfADifferentPrompt) {
@@ -68,7 +69,7 @@ TEST(Generator, ReusesOnlyTheCommonPrefixOfADifferentPrompt) {
   gen.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog);
   prompt[20] = prompt[20] == 5 ? 6 : 5;
   const auto r = gen.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog);
-  EXPECT_EQ(r.stats.n_prompt_evaluated, 33 - 20);
+  EXPECT_EQ(r.stats.n_prompt_evaluated, static_cast<int64_t>(prompt.size()) - 20);
   Generator fresh(*t.model, t.pool, 256, 512);
   EXPECT_EQ(fresh.generate(prompt, greedy_sampler(*t.model), rng, opt, kNoEog).tokens, r.tokens);
 }
@@ -85,7 +86,7 @@ TEST(Generator, StopsAtEndOfGenerationUnlessIgnored) {
     ++stop_at;
   const int32_t eog = expected[stop_at];
   GenerateOptions opt;
-  opt.n_predict = 48;
+  opt.n_predict = static_cast<int>(expected.size());
   auto r = gen.generate(t.prompt(1), greedy_sampler(*t.model), rng, opt,
                         [&](int32_t x) { return x == eog; });
   EXPECT_EQ(r.stop, StopReason::EndOfGeneration);
@@ -111,7 +112,7 @@ TEST(Generator, CallbackCanCancel) {
 
 TEST(Generator, UnlimitedRunStopsWhenContextIsFull) {
   TinyLlama t;
-  Generator gen(*t.model, t.pool, 33 + 10, 512);
+  Generator gen(*t.model, t.pool, static_cast<int64_t>(t.prompt(2).size()) + 10, 512);
   sampling::SeededRng rng(1);
   GenerateOptions opt;
   opt.n_predict = -1;
@@ -122,13 +123,16 @@ TEST(Generator, UnlimitedRunStopsWhenContextIsFull) {
 
 TEST(Generator, RejectsEmptyOrOversizedPrompts) {
   TinyLlama t;
-  Generator gen(*t.model, t.pool, 40, 512);
+  // Room for prompt 2 and a few tokens, not for prompt 3 (longer) nor for 20 more tokens.
+  const auto n_ctx = static_cast<int64_t>(t.prompt(2).size()) + 7;
+  ASSERT_GT(static_cast<int64_t>(t.prompt(3).size()), n_ctx);
+  Generator gen(*t.model, t.pool, n_ctx, 512);
   sampling::SeededRng rng(1);
   GenerateOptions opt;
   EXPECT_THROW(gen.generate({}, greedy_sampler(*t.model), rng, opt, kNoEog), InvalidArgument);
   EXPECT_THROW(gen.generate(t.prompt(3), greedy_sampler(*t.model), rng, opt, kNoEog),
                InvalidArgument);
-  opt.n_predict = 20;  // 33 + 20 - 1 > 40
+  opt.n_predict = 20;  // prompt + 20 - 1 > n_ctx
   EXPECT_THROW(gen.generate(t.prompt(2), greedy_sampler(*t.model), rng, opt, kNoEog),
                InvalidArgument);
 }

@@ -1,9 +1,11 @@
-// Rewrites a real GGUF into a variant for error tests: metadata overridden, added or dropped,
-// tensors dropped, re-declared with another shape or type (their bytes truncated to fit).
+// Rewrites a real GGUF into a variant: for error tests, metadata overridden, added or dropped,
+// tensors dropped, re-declared with another shape or type (their bytes truncated to fit); for
+// planted defects, tensor bytes edited in place.
 #pragma once
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,6 +62,24 @@ inline void rewrite_gguf(const std::filesystem::path& src, const std::filesystem
   out.write_header();
   for (const auto& k : kept) {
     out.write_tensor_data(k.info->name, std::span<const uint8_t>(k.info->data, k.n_bytes));
+  }
+  out.finish();
+}
+
+// Copies a GGUF with the bytes of the tensors `edit` accepts (returns true for) rewritten in place
+// (same type and size).
+inline void rewrite_tensor_bytes(
+    const std::filesystem::path& src, const std::filesystem::path& dst,
+    const std::function<bool(const gguf::TensorInfo&, std::vector<uint8_t>&)>& edit) {
+  const auto in = gguf::File::open(src);
+  gguf::Writer out(dst);
+  for (const auto& [key, value] : in->metadata()) out.set(key, value);
+  for (const auto& t : in->tensors()) out.add_tensor(t.name, t.type, t.ne);
+  out.write_header();
+  for (const auto& t : in->tensors()) {
+    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
+    edit(t, bytes);
+    out.write_tensor_data(t.name, std::span<const uint8_t>(bytes));
   }
   out.finish();
 }
