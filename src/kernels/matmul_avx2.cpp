@@ -363,41 +363,17 @@ struct DecodedTiles {
   }
 };
 
-// Runs tile family K for a runtime shape (tm activation rows, nr weight rows) with the kernel
-// instantiated for exactly that shape.
-template <class K, int TM, int NR = K::rows_for(TM)>
-void run_block(const MatmulArgs& a, int nr, int64_t row, int64_t m0) {
-  if constexpr (NR > 1) {
-    if (nr < NR) return run_block<K, TM, NR - 1>(a, nr, row, m0);
-  }
-  K::template tile<TM, NR>(a, row, m0);
-}
-
-template <class K, int TM = K::kMaxTm>
-void run_tile(const MatmulArgs& a, int tm, int nr, int64_t row, int64_t m0) {
-  if constexpr (TM > 1) {
-    if (tm < TM) return run_tile<K, TM - 1>(a, tm, nr, row, m0);
-  }
-  run_block<K, TM>(a, nr, row, m0);
-}
-
-template <class K>
-void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, K::kMaxTm, K::rows_for,
-                [&a](int tm, int64_t row, int nr, int64_t m0) { run_tile<K>(a, tm, nr, row, m0); });
-}
-
 }  // namespace
 
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.type) {
-    case TensorType::F32: return run<FloatTiles<DecodeF32>>(a, row_begin, row_end);
-    case TensorType::F16: return run<FloatTiles<DecodeF16>>(a, row_begin, row_end);
-    case TensorType::BF16: return run<FloatTiles<DecodeBF16>>(a, row_begin, row_end);
-    case TensorType::Q8_0: return run<IntTiles<CodesQ8_0>>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run<IntTiles<CodesQ4_0>>(a, row_begin, row_end);
-    case TensorType::Q4_K: return run<DecodedTiles<DecodeQ4_K>>(a, row_begin, row_end);
-    case TensorType::Q6_K: return run<DecodedTiles<DecodeQ6_K>>(a, row_begin, row_end);
+    case TensorType::F32: return run_tiles<FloatTiles<DecodeF32>>(a, row_begin, row_end);
+    case TensorType::F16: return run_tiles<FloatTiles<DecodeF16>>(a, row_begin, row_end);
+    case TensorType::BF16: return run_tiles<FloatTiles<DecodeBF16>>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run_tiles<IntTiles<CodesQ8_0>>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run_tiles<IntTiles<CodesQ4_0>>(a, row_begin, row_end);
+    case TensorType::Q4_K: return run_tiles<DecodedTiles<DecodeQ4_K>>(a, row_begin, row_end);
+    case TensorType::Q6_K: return run_tiles<DecodedTiles<DecodeQ6_K>>(a, row_begin, row_end);
     default: break;
   }
   AUGUR_CHECK(false, "matmul() admits only types with a decoder");

@@ -152,36 +152,12 @@ struct IntTiles {
   }
 };
 
-// Runs tile family K for a runtime shape (tm activation rows, nr weight rows) with the kernel
-// instantiated for exactly that shape.
-template <class K, int TM, int NR = K::rows_for(TM)>
-void run_block(const MatmulArgs& a, int nr, int64_t row, int64_t m0) {
-  if constexpr (NR > 1) {
-    if (nr < NR) return run_block<K, TM, NR - 1>(a, nr, row, m0);
-  }
-  K::template tile<TM, NR>(a, row, m0);
-}
-
-template <class K, int TM = K::kMaxTm>
-void run_tile(const MatmulArgs& a, int tm, int nr, int64_t row, int64_t m0) {
-  if constexpr (TM > 1) {
-    if (tm < TM) return run_tile<K, TM - 1>(a, tm, nr, row, m0);
-  }
-  run_block<K, TM>(a, nr, row, m0);
-}
-
-template <class K>
-void run(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  for_each_tile(a, row_begin, row_end, K::kMaxTm, K::rows_for,
-                [&a](int tm, int64_t row, int nr, int64_t m0) { run_tile<K>(a, tm, nr, row, m0); });
-}
-
 }  // namespace
 
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.type) {
-    case TensorType::Q8_0: return run<IntTiles<PairQ8_0>>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run<IntTiles<PairQ4_0>>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run_tiles<IntTiles<PairQ8_0>>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run_tiles<IntTiles<PairQ4_0>>(a, row_begin, row_end);
     default: return matmul_rows_avx2(a, row_begin, row_end);
   }
 }

@@ -68,4 +68,30 @@ void for_each_tile(const MatmulArgs& a, int64_t row_begin, int64_t row_end, int 
   }
 }
 
+// Runs tile family K (kMaxTm, rows_for, tile<TM, NR>) over rows [row_begin, row_end): every
+// (tm, nr) shape for_each_tile hands out goes to the kernel instantiated for exactly that shape.
+// ISA-neutral; each *_<isa>.cpp instantiates it with tile types of its own anonymous namespace,
+// so every instantiation is local to the file compiled with that ISA's flags.
+template <class K, int TM, int NR = K::rows_for(TM)>
+void run_block(const MatmulArgs& a, int nr, int64_t row, int64_t m0) {
+  if constexpr (NR > 1) {
+    if (nr < NR) return run_block<K, TM, NR - 1>(a, nr, row, m0);
+  }
+  K::template tile<TM, NR>(a, row, m0);
+}
+
+template <class K, int TM = K::kMaxTm>
+void run_tile(const MatmulArgs& a, int tm, int nr, int64_t row, int64_t m0) {
+  if constexpr (TM > 1) {
+    if (tm < TM) return run_tile<K, TM - 1>(a, tm, nr, row, m0);
+  }
+  run_block<K, TM>(a, nr, row, m0);
+}
+
+template <class K>
+void run_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  for_each_tile(a, row_begin, row_end, K::kMaxTm, K::rows_for,
+                [&a](int tm, int64_t row, int nr, int64_t m0) { run_tile<K>(a, tm, nr, row, m0); });
+}
+
 }  // namespace augur::kernels::detail

@@ -339,6 +339,16 @@ TEST_P(FixtureTest, BatchScheduleDoesNotChangeResults) {
   EXPECT_LE(testing::max_abs_diff(logits.data(), base_logits.data(), logits.size()), atol);
 }
 
+// A fixture of an architecture augur does not run yet (the other tests skip it) is refused with
+// an Unsupported error that names its architecture, not loaded half-way or crashed on.
+TEST_P(FixtureTest, UnsupportedArchitectureIsRefusedByName) {
+  Fixture fx(GetParam());
+  if (fx.unsupported.empty()) return;  // supported: the tests above hold it to llama.cpp
+  const auto file = gguf::File::open(fx.gguf());
+  const std::string arch(file->get_string("general.architecture"));
+  EXPECT_NE(fx.unsupported.find(arch), std::string::npos) << fx.unsupported;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFixtures, FixtureTest, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) {
                            std::string n = info.param;
