@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 
 #include "common/error.h"
 #include "engine/generator.h"
+#include "spec/auto_sources.h"
 
 namespace augur::bench {
 namespace {
@@ -22,8 +24,10 @@ std::vector<std::string> split(std::string_view text, char sep) {
 }
 
 [[noreturn]] void bad_arm(std::string_view text, std::string_view why) {
-  throw InvalidArgument(fmt::format(
-      "arm '{}': {} (use ar, spec:model:K, spec:ngram:K[:N] or spec:layerskip:L:K)", text, why));
+  throw InvalidArgument(
+      fmt::format("arm '{}': {} (use ar, spec:model:K, spec:ngram:K[:N], spec:layerskip:L:K or "
+                  "spec:auto[:SOURCES][:K])",
+                  text, why));
 }
 
 int number(std::string_view arm, const std::string& part, int lo, int hi, std::string_view what) {
@@ -43,6 +47,9 @@ std::string ArmSpec::config_key() const {
   if (!spec) return "ar";
   if (drafter == "model") return fmt::format("spec/model/k{}", draft_max);
   if (drafter == "ngram") return fmt::format("spec/ngram{}/k{}", ngram_max, draft_max);
+  if (drafter == "auto") {
+    return fmt::format("spec/auto/{}/k{}", auto_sources.empty() ? "all" : auto_sources, draft_max);
+  }
   return fmt::format("spec/layerskip{}/k{}", layers, draft_max);
 }
 
@@ -51,7 +58,9 @@ ArmSpec parse_arm(std::string_view text) {
   ArmSpec arm;
   arm.name = std::string(text);
   if (parts.size() == 1 && parts[0] == "ar") return arm;
-  if (parts[0] != "spec" || parts.size() < 3) bad_arm(text, "unknown form");
+  if (parts[0] != "spec" || parts.size() < 2 || (parts.size() < 3 && parts[1] != "auto")) {
+    bad_arm(text, "unknown form");
+  }
   arm.spec = true;
   arm.drafter = parts[1];
   const int k_max = engine::kMaxDraft;
@@ -60,6 +69,17 @@ ArmSpec parse_arm(std::string_view text) {
   } else if (arm.drafter == "ngram" && (parts.size() == 3 || parts.size() == 4)) {
     arm.draft_max = number(text, parts[2], 1, k_max, "K");
     if (parts.size() == 4) arm.ngram_max = number(text, parts[3], 1, 64, "N");
+  } else if (arm.drafter == "auto" && parts.size() <= 4) {
+    arm.draft_max = 8;
+    size_t next = 2;
+    if (next < parts.size() && !parts[next].empty() &&
+        !std::isdigit(static_cast<unsigned char>(parts[next][0]))) {
+      arm.auto_sources =
+          spec::parse_auto_sources(parts[next], fmt::format("arm '{}'", text)).name();
+      ++next;
+    }
+    if (next < parts.size()) arm.draft_max = number(text, parts[next++], 1, k_max, "K");
+    if (next != parts.size()) bad_arm(text, "too many fields");
   } else if (arm.drafter == "layerskip" && parts.size() == 4) {
     arm.layers = number(text, parts[2], 1, 1 << 16, "L");
     arm.draft_max = number(text, parts[3], 1, k_max, "K");

@@ -3,6 +3,8 @@
 //   spec:model:K            draft model (-md), K drafts per cycle
 //   spec:ngram:K[:N]        prompt lookup with n-grams of N..1 tokens (N default 4)
 //   spec:layerskip:L:K      the target's first L layers as drafter
+//   spec:auto[:SOURCES][:K] the draft policy over SOURCES (model+ngram+layerskip; default: all
+//                           at hand), blocks of at most K (default 8)
 #pragma once
 
 #include <string>
@@ -12,12 +14,13 @@
 namespace augur::bench {
 
 struct ArmSpec {
-  std::string name;     // as given, e.g. "spec:model:8"
-  bool spec = false;    // false: AR
-  std::string drafter;  // "model", "ngram", "layerskip"; empty for AR
-  int draft_max = 0;    // K
-  int layers = 0;       // layer-skip depth L
-  int ngram_max = 4;    // N
+  std::string name;          // as given, e.g. "spec:model:8"
+  bool spec = false;         // false: AR
+  std::string drafter;       // "model", "ngram", "layerskip", "auto"; empty for AR
+  int draft_max = 0;         // K
+  int layers = 0;            // layer-skip depth L
+  int ngram_max = 4;         // N
+  std::string auto_sources;  // auto: '+'-separated sources as given; empty = all at hand
   // The effective configuration: equal keys mean the same decoding path.
   std::string config_key() const;
 };

@@ -17,6 +17,7 @@
 #include "engine/generator.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
+#include "spec/auto_sources.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -76,7 +77,8 @@ json sampler_json(const sampling::SamplerConfig& s) {
           {"repeat_last_n", s.repeat_last_n}};
 }
 
-json arm_json(const ArmSpec& arm) {
+// auto_sources: the sources an auto arm plans over, resolved (e.g. "model+ngram+layerskip").
+json arm_json(const ArmSpec& arm, const std::string& auto_sources) {
   json j = {{"name", arm.name},
             {"kind", arm.spec ? "spec" : "ar"},
             {"role", arm.spec ? "subject" : "baseline"},
@@ -86,6 +88,7 @@ json arm_json(const ArmSpec& arm) {
     j["draft_max"] = arm.draft_max;
     if (arm.drafter == "layerskip") j["layers"] = arm.layers;
     if (arm.drafter == "ngram") j["ngram_max"] = arm.ngram_max;
+    if (arm.drafter == "auto") j["sources"] = auto_sources;
   }
   return j;
 }
@@ -97,13 +100,22 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   if (config.warmup < 0) throw InvalidArgument("--warmup must be at least 0");
   if (config.n_gen < 1) throw InvalidArgument("--n-gen must be at least 1");
   config.sampler.validate();
-  const bool needs_draft = std::any_of(config.arms.begin(), config.arms.end(),
-                                       [](const ArmSpec& a) { return a.drafter == "model"; });
-  if (needs_draft && config.draft_path.empty()) {
-    throw InvalidArgument("a spec:model arm needs a draft model: give -md FILE");
+  const bool have_draft = !config.draft_path.empty();
+  // The sources each auto arm plans over: the ones it names, or all at hand.
+  const auto auto_sources = [&](const ArmSpec& a) {
+    return a.auto_sources.empty()
+               ? spec::all_auto_sources(have_draft)
+               : spec::parse_auto_sources(a.auto_sources, fmt::format("arm '{}'", a.name));
+  };
+  const auto uses_draft = [&](const ArmSpec& a) {
+    return a.drafter == "model" || (a.drafter == "auto" && auto_sources(a).model);
+  };
+  const bool needs_draft = std::any_of(config.arms.begin(), config.arms.end(), uses_draft);
+  if (needs_draft && !have_draft) {
+    throw InvalidArgument("a spec:model or spec:auto:model arm needs a draft model: give -md FILE");
   }
-  if (!needs_draft && !config.draft_path.empty()) {
-    throw InvalidArgument("-md given but no spec:model arm uses it");
+  if (!needs_draft && have_draft) {
+    throw InvalidArgument("-md given but no spec:model or spec:auto arm uses it");
   }
 
   auto target = model::load_model(config.target_path);
@@ -134,6 +146,9 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
       drafters.push_back(std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch));
     } else if (a.drafter == "ngram") {
       drafters.push_back(std::make_unique<spec::NgramDrafter>(1, a.ngram_max));
+    } else if (a.drafter == "auto") {
+      drafters.push_back(spec::make_auto_drafter(auto_sources(a), *target, draft.get(), pool, n_ctx,
+                                                 config.ubatch, a.draft_max));
     } else {
       drafters.push_back(
           std::make_unique<spec::ModelDrafter>(*target, pool, n_ctx, config.ubatch, a.layers));
@@ -161,7 +176,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
                       {"seed", config.seed},
                       {"peak_rss_scope", rss_per_sample ? "sample" : "process"}};
   report["arms"] = json::array();
-  for (const auto& a : config.arms) report["arms"].push_back(arm_json(a));
+  for (const auto& a : config.arms)
+    report["arms"].push_back(arm_json(a, a.drafter == "auto" ? auto_sources(a).name() : ""));
   report["samples"] = json::array();
 
   const size_t n_arms = config.arms.size();

@@ -555,7 +555,10 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
                       "arm's allocations do not change",
                       *arm_bytes.begin(), *arm_bytes.rbegin()));
     }
-    const int64_t need = target_bytes + (arm.config.drafter == "model" ? draft_bytes : 0);
+    const bool reads_draft =
+        arm.config.drafter == "model" ||
+        (arm.config.drafter == "auto" && arm.config.sources.find("model") != std::string::npos);
+    const int64_t need = target_bytes + (reads_draft ? draft_bytes : 0);
     if (!arm_bytes.empty() && *arm_bytes.begin() < need) {
       problems.push_back(
           fmt::format("arm_bytes {} is less than the {} bytes of the model file(s) "

@@ -91,6 +91,8 @@ void read_arms(const json& report, SchemaReader& schema, RunReport& run) {
       if (config.drafter == "ngram") {
         config.ngram_max = schema.integer(*entry, "ngram_max", where, Bound::kPositive).value_or(0);
       }
+      if (config.drafter == "auto")
+        config.sources = schema.string(*entry, "sources", where).value_or("");
     }
     if (schema.n_defects() != defects_before) continue;
     if (!run.arm_index.emplace(*name, run.arms.size()).second) {
@@ -298,6 +300,7 @@ std::string ArmConfig::text() const {
   std::string out = fmt::format("spec drafter={} draft_max={}", drafter, draft_max);
   if (layers > 0) out += fmt::format(" layers={}", layers);
   if (ngram_max > 0) out += fmt::format(" ngram_max={}", ngram_max);
+  if (!sources.empty()) out += fmt::format(" sources={}", sources);
   return out;
 }
 

@@ -22,6 +22,7 @@ struct ArmConfig {
   int64_t draft_max = 0;  // spec
   int64_t layers = 0;     // layerskip
   int64_t ngram_max = 0;  // ngram
+  std::string sources;    // auto: the sources it plans over, "model+ngram+layerskip"
   bool operator==(const ArmConfig&) const = default;
   std::string text() const;  // "spec drafter=model draft_max=8"
 };

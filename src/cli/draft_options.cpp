@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <fstream>
 
 #include "cli/model_loading.h"
 #include "common/error.h"
 #include "engine/generator.h"
+#include "spec/auto_drafter.h"
+#include "spec/auto_sources.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -29,28 +32,37 @@ int parse_suffix(const std::string& spec, size_t colon) {
 
 void DraftOptions::add_options(CLI::App& app) {
   app.add_option("--draft", draft,
-                 "drafter for speculative decoding: none (plain AR), model (needs -md), "
-                 "ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default 4), layerskip:L "
-                 "(the target's first L layers). Default: model with -md, else none");
+                 "drafter for speculative decoding: auto[:SOURCES] (default: a policy picks "
+                 "the source and block size every cycle among model (with -md), ngram and "
+                 "layerskip; SOURCES restricts them, e.g. auto:model+ngram), none (plain AR), "
+                 "model (needs -md), ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default "
+                 "4), layerskip:L (the target's first L layers)");
   // "-md" (llama.cpp's spelling) is rewritten to --model-draft by main(): CLI11 short names are
   // one character.
   app.add_option("--model-draft", draft_model,
                  "(also -md) draft model GGUF, same vocabulary as the target; implies --draft "
                  "model");
-  app.add_option("--draft-max", draft_max,
-                 fmt::format("tokens drafted per cycle, 1..{}", engine::kMaxDraft))
+  app.add_option(
+         "--draft-max", draft_max,
+         fmt::format("tokens drafted per cycle, 1..{} (with auto: the most)", engine::kMaxDraft))
       ->capture_default_str();
+  app.add_option("--policy-log", policy_log,
+                 "with --draft auto: write one JSON line per cycle (source, k, predicted and "
+                 "actual accepted tokens and seconds) to FILE");
 }
 
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
                         kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
-  const std::string kind =
-      !options.draft.empty() ? options.draft : (options.draft_model.empty() ? "none" : "model");
+  const std::string kind = !options.draft.empty() ? options.draft : "auto";
   const auto colon = kind.find(':');
   const std::string name = kind.substr(0, colon);
-  if (!options.draft_model.empty() && name != "model") {
+  if (!options.draft_model.empty() && name != "model" && name != "auto") {
+    throw InvalidArgument(fmt::format(
+        "-md/--model-draft is only used with --draft model or auto, not --draft {}", kind));
+  }
+  if (!options.policy_log.empty() && name != "auto") {
     throw InvalidArgument(
-        fmt::format("-md/--model-draft is only used with --draft model, not --draft {}", kind));
+        fmt::format("--policy-log is only written with --draft auto, not --draft {}", kind));
   }
   if (options.draft_max < 1 || options.draft_max > engine::kMaxDraft) {
     throw InvalidArgument(fmt::format("--draft-max {} is out of range: use 1..{}",
@@ -59,7 +71,26 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
   DraftSetup setup;
   if (name == "none" && colon == std::string::npos) return setup;
   setup.draft_max = options.draft_max;
-  if (name == "model" && colon == std::string::npos) {
+  if (name == "auto") {
+    if (!options.draft_model.empty()) {
+      setup.draft_model = load_model_with_progress(options.draft_model);
+      spec::check_same_vocabulary(target, *setup.draft_model);
+    }
+    const spec::AutoSources sources =
+        colon == std::string::npos
+            ? spec::all_auto_sources(setup.draft_model != nullptr)
+            : spec::parse_auto_sources(std::string_view(kind).substr(colon + 1), "--draft " + kind);
+    setup.drafter = spec::make_auto_drafter(sources, target, setup.draft_model.get(), pool, n_ctx,
+                                            ubatch, options.draft_max);
+    if (!options.policy_log.empty()) {
+      setup.policy_log = std::make_unique<std::ofstream>(options.policy_log);
+      if (!*setup.policy_log) {
+        throw InvalidArgument(
+            fmt::format("--policy-log {}: cannot open the file for writing", options.policy_log));
+      }
+      static_cast<spec::AutoDrafter&>(*setup.drafter).set_log(setup.policy_log.get());
+    }
+  } else if (name == "model" && colon == std::string::npos) {
     if (options.draft_model.empty()) {
       throw InvalidArgument("--draft model needs a draft model: give -md FILE");
     }
@@ -86,9 +117,44 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
     setup.drafter = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth);
   } else {
     throw InvalidArgument(fmt::format(
-        "--draft {} is not a drafter: use none, model, ngram[:N] or layerskip:L", kind));
+        "--draft {} is not a drafter: use auto[:SOURCES], none, model, ngram[:N] or layerskip:L",
+        kind));
   }
   return setup;
+}
+
+nlohmann::json policy_json(const spec::DraftSource* drafter) {
+  const auto* automatic = dynamic_cast<const spec::AutoDrafter*>(drafter);
+  if (!automatic) return nullptr;
+  const spec::PolicyStats& st = automatic->stats();
+  const auto cycles = static_cast<double>(st.cycles());
+  nlohmann::json by_source = nlohmann::json::object();
+  for (size_t s = 0; s < st.sources.size(); ++s) by_source[st.sources[s]] = st.cycles_by_source[s];
+  return {{"cycles_by_source", by_source},
+          {"ar_steps", st.ar_steps},
+          {"explorations", st.explorations},
+          {"mean_k", st.mean_k()},
+          {"predicted_tokens_per_cycle", cycles > 0 ? st.predicted_tokens / cycles : 0},
+          {"observed_tokens_per_cycle", cycles > 0 ? st.observed_tokens / cycles : 0},
+          {"predicted_s_per_cycle", cycles > 0 ? st.predicted_s / cycles : 0},
+          {"observed_s_per_cycle", cycles > 0 ? st.observed_s / cycles : 0},
+          {"calibration_s", st.calibration_s}};
+}
+
+std::string policy_summary(const spec::DraftSource* drafter) {
+  const auto* automatic = dynamic_cast<const spec::AutoDrafter*>(drafter);
+  if (!automatic) return {};
+  const spec::PolicyStats& st = automatic->stats();
+  const auto cycles = static_cast<double>(std::max<int64_t>(st.cycles(), 1));
+  std::string by_source;
+  for (size_t s = 0; s < st.sources.size(); ++s) {
+    by_source += fmt::format("{} {}, ", st.sources[s], st.cycles_by_source[s]);
+  }
+  return fmt::format(
+      "policy: cycles {}ar {} ({} exploring) | mean k {:.2f} | tokens/cycle predicted {:.2f}, "
+      "observed {:.2f} | ms/cycle predicted {:.2f}, observed {:.2f}",
+      by_source, st.ar_steps, st.explorations, st.mean_k(), st.predicted_tokens / cycles,
+      st.observed_tokens / cycles, 1e3 * st.predicted_s / cycles, 1e3 * st.observed_s / cycles);
 }
 
 }  // namespace augur::cli

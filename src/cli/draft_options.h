@@ -1,10 +1,13 @@
 // The speculative-decoding options shared by the commands that generate: which drafter
-// (--draft none|model|ngram[:N]|layerskip:L, -md/--model-draft FILE) and how many tokens it
-// drafts per cycle (--draft-max). Builds the DraftSource they describe.
+// (--draft auto[:SOURCES]|none|model|ngram[:N]|layerskip:L, -md/--model-draft FILE), how many
+// tokens it drafts per cycle (--draft-max; the cap for auto), and --policy-log. Builds the
+// DraftSource they describe.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kernels/thread_pool.h"
@@ -14,9 +17,10 @@
 namespace augur::cli {
 
 struct DraftOptions {
-  std::string draft;        // empty: "model" when -md is given, else "none"
+  std::string draft;        // empty: "auto"
   std::string draft_model;  // -md FILE
   int draft_max = 8;
+  std::string policy_log;  // --policy-log FILE (auto only)
 
   void add_options(CLI::App& app);
 };
@@ -25,6 +29,7 @@ struct DraftOptions {
 struct DraftSetup {
   std::unique_ptr<model::Model> draft_model;
   std::unique_ptr<spec::DraftSource> drafter;
+  std::unique_ptr<std::ofstream> policy_log;  // the auto drafter's per-cycle log, if asked
   int draft_max = 0;
 };
 
@@ -32,5 +37,11 @@ struct DraftSetup {
 // model whose vocabulary differs from the target's) and builds the drafter.
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
                         kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch);
+
+// The `policy` object of --json stats for an auto drafter (cycles per source, AR steps, mean k,
+// predicted vs observed tokens and seconds per cycle); null for any other drafter.
+nlohmann::json policy_json(const spec::DraftSource* drafter);
+// One stderr line summarising the same; empty for any other drafter.
+std::string policy_summary(const spec::DraftSource* drafter);
 
 }  // namespace augur::cli

@@ -33,7 +33,7 @@ struct RunOptions {
   DraftOptions draft;
 };
 
-nlohmann::json stats_json(const engine::GenerateStats& s) {
+nlohmann::json stats_json(const engine::GenerateStats& s, const spec::DraftSource* drafter) {
   nlohmann::json out = {{"n_prompt", s.n_prompt},
                         {"n_gen", s.n_gen},
                         {"prefill_s", s.prefill_s},
@@ -54,6 +54,7 @@ nlohmann::json stats_json(const engine::GenerateStats& s) {
     out["verify_s"] = sp.verify_s;
     // Sampling, acceptance and bookkeeping: the decode time neither drafting nor verifying.
     out["other_s"] = std::max(0.0, s.decode_s - sp.draft_s - sp.verify_s);
+    if (auto policy = policy_json(drafter); !policy.is_null()) out["policy"] = std::move(policy);
   }
   return out;
 }
@@ -104,7 +105,7 @@ int run(const RunOptions& opt) {
     nlohmann::json out = {
         {"prompt_tokens", prompt}, {"tokens", result.tokens},
         {"text", text + tail},     {"stop", std::string(engine::stop_reason_name(result.stop))},
-        {"seed", config.seed},     {"stats", stats_json(s)}};
+        {"seed", config.seed},     {"stats", stats_json(s, draft.drafter.get())}};
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -127,6 +128,9 @@ int run(const RunOptions& opt) {
                  sp.drafted > 0 ? 100.0 * static_cast<double>(sp.accepted) / sp.drafted : 0.0,
                  sp.tau(), sp.draft_s, sp.verify_s,
                  std::max(0.0, s.decode_s - sp.draft_s - sp.verify_s));
+    if (const auto line = policy_summary(draft.drafter.get()); !line.empty()) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   }
   return result.stop == engine::StopReason::Cancelled ? kExitInterrupted : kExitOk;
 }

@@ -82,9 +82,31 @@ class Generator::Run {
     g_.eval_.forward_last(rest, g_.cache_.memory(), g_.logits_.data());
     g_.cache_.commit(static_cast<int64_t>(rest.size()));
     g_.cached_.insert(g_.cached_.end(), rest.begin(), rest.end());
-    if (opt_.drafter) opt_.drafter->begin(prompt_);
+    if (opt_.drafter) {
+      opt_.drafter->begin(prompt_);
+      opt_.drafter->calibrate([this](int rows) { return time_verify(rows); });
+    }
     result_.stats.n_prompt_evaluated = static_cast<int64_t>(rest.size());
     result_.stats.prefill_s = seconds_since(start);
+  }
+
+  // Seconds of one target forward of `rows` rows at the current context, rolled back: what a
+  // verify of rows - 1 drafts costs here (a planning drafter's calibration).
+  double time_verify(int rows) {
+    AUGUR_CHECK(rows >= 1 && rows <= kMaxDraft + 1, "a verify has 1..kMaxDraft + 1 rows");
+    if (g_.cache_.size() + rows > g_.cache_.capacity()) return 0;  // no room: not measured
+    const auto start = Clock::now();
+    g_.verify_in_.assign(static_cast<size_t>(rows), history_.back());
+    g_.positions_.resize(g_.verify_in_.size());
+    g_.out_rows_.resize(g_.verify_in_.size());
+    for (int i = 0; i < rows; ++i) {
+      g_.positions_[static_cast<size_t>(i)] = static_cast<int32_t>(g_.cache_.size() + i);
+      g_.out_rows_[static_cast<size_t>(i)] = i;
+    }
+    g_.eval_.forward(g_.verify_in_, g_.positions_, g_.out_rows_, g_.cache_.memory(),
+                     g_.probs_.data());  // scratch: the rows are thrown away
+    g_.cache_.commit(0);
+    return seconds_since(start);
   }
 
   // Hands one committed token to the caller; false once generation must stop.
@@ -142,9 +164,10 @@ class Generator::Run {
       }
       k = std::max<int64_t>(k, 0);
 
-      auto start = Clock::now();
-      drafter.propose({history_, static_cast<int>(k), &sampler_, &rng_}, draft);
-      st.draft_s += seconds_since(start);
+      const auto cycle_start = Clock::now();
+      auto start = cycle_start;
+      drafter.propose({history_, static_cast<int>(k), &sampler_, &rng_, {}}, draft);
+      double draft_s = seconds_since(start);
       const auto kd = static_cast<int64_t>(draft.tokens.size());
       AUGUR_CHECK(kd <= k, "a drafter proposes at most k_max tokens");
       AUGUR_CHECK(draft.q.empty() || draft.q.size() >= static_cast<size_t>(kd) * n_vocab_,
@@ -162,7 +185,7 @@ class Generator::Run {
       }
       g_.eval_.forward(g_.verify_in_, g_.positions_, g_.out_rows_, g_.cache_.memory(),
                        g_.logits_.data());
-      st.verify_s += seconds_since(start);
+      const double verify_s = seconds_since(start);
 
       // p_i: the distribution AR would sample position i from, over its AR history.
       const size_t base = history_.size();
@@ -188,7 +211,12 @@ class Generator::Run {
       g_.cached_.insert(g_.cached_.end(), draft.tokens.begin(), draft.tokens.begin() + n);
       start = Clock::now();
       drafter.observe(n);
-      st.draft_s += seconds_since(start);
+      draft_s += seconds_since(start);
+      const double cycle_s = seconds_since(cycle_start);
+      drafter.observe_cost({static_cast<int>(kd) + 1, draft_s, verify_s,
+                            std::max(0.0, cycle_s - draft_s - verify_s)});
+      st.draft_s += draft_s;
+      st.verify_s += verify_s;
 
       ++st.cycles;
       st.drafted += kd;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,14 +23,23 @@ struct DraftRequest {
   // that p and q come from the same transforms; a deterministic one ignores both.
   const sampling::Sampler* sampler = nullptr;
   sampling::Rng* rng = nullptr;
+  // Dynamic draft length: a drafter that drafts token by token asks this after each token
+  // (n_drafted >= 1 tokens so far, confidence of the last one) and stops when it returns false.
+  // The answer may depend on the drafts themselves but never on the target, so stopping keeps
+  // the output law exact. Empty: draft k_max tokens.
+  std::function<bool(int n_drafted, float confidence)> keep_drafting;
 };
 
 struct Draft {
   std::vector<int32_t> tokens;  // d1..dk, k <= k_max
   std::vector<float> q;         // [k, n_vocab], q_i the row d_i was drawn from; empty = one-hot
+  // [k] or empty: how sure the drafter was of d_i (q_i(d_i) when sampling; its softmax
+  // probability at temperature 1 when greedy). A feature for the policy, not part of the law.
+  std::vector<float> confidence;
   void clear() {
     tokens.clear();
     q.clear();
+    confidence.clear();
   }
 };
 
@@ -51,6 +61,23 @@ class DraftSource {
   // Bytes this drafter holds of its own: a model it alone reads, its cache and buffers (not the
   // target's weights it may share). Benchmark reports count it per arm.
   virtual int64_t memory_bytes() const = 0;
+
+  // True when propose() costs next to nothing and changes no state, so a proposal may be looked
+  // at and dropped without observe() (n-gram lookup): a planner asks such a source every cycle.
+  virtual bool proposals_are_free() const { return false; }
+
+  // For drafters that plan (the auto policy): times of the engine's verify forwards. Called once
+  // per generation after the prompt is in the cache; `time_verify(m)` runs a target forward of m
+  // rows at the current context, rolls it back and returns its seconds.
+  using VerifyTimer = std::function<double(int rows)>;
+  virtual void calibrate(const VerifyTimer& /*time_verify*/) {}
+  // What the last cycle cost, called after observe(): rows verified (drafts + 1), seconds in
+  // propose/observe, in the verify forward, and in the rest of the cycle (sampling, acceptance).
+  struct CycleCost {
+    int rows = 1;
+    double draft_s = 0, verify_s = 0, other_s = 0;
+  };
+  virtual void observe_cost(const CycleCost& /*cost*/) {}
 };
 
 }  // namespace augur::spec

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 
@@ -18,6 +19,14 @@ int checked_layers(const model::Model& model, int n_layers) {
         n_layer, n_layer));
   }
   return n_layers;
+}
+
+// softmax(logits)[token] at temperature 1: how sure a greedy drafter is of its argmax.
+float softmax_probability(std::span<const float> logits, int32_t token) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  float sum = 0;
+  for (const float l : logits) sum += std::exp(l - top);
+  return std::exp(logits[static_cast<size_t>(token)] - top) / sum;
 }
 
 }  // namespace
@@ -86,11 +95,18 @@ void ModelDrafter::propose(const DraftRequest& request, Draft& out) {
     const int32_t token = request.sampler->sample(logits_, history_, *request.rng, q);
     out.tokens.push_back(token);
     history_.push_back(token);
+    if (request.keep_drafting) {  // only a planner reads confidences: no cost otherwise
+      const float confidence = request.sampler->greedy() ? softmax_probability(logits_, token)
+                                                         : q[static_cast<size_t>(token)];
+      out.confidence.push_back(confidence);
+      if (i + 1 < request.k_max && !request.keep_drafting(i + 1, confidence)) break;
+    }
     if (i + 1 == request.k_max) break;
     eval_.forward_last(std::span<const int32_t>(&token, 1), cache_.memory(), logits_.data(),
                        n_layers_);
     fed_.push_back(token);
   }
+  out.q.resize(out.tokens.size() * n_vocab);
 }
 
 void ModelDrafter::observe(int n_accepted) {

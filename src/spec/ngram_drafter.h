@@ -23,6 +23,7 @@ class NgramDrafter final : public DraftSource {
   void propose(const DraftRequest& request, Draft& out) override;
   void observe(int) override {}
   int64_t memory_bytes() const override { return static_cast<int64_t>(sizeof(*this)); }
+  bool proposals_are_free() const override { return true; }
 
  private:
   int n_min_, n_max_;

@@ -1,10 +1,15 @@
 // `augur run` with speculative decoding, end to end through the real binary: every drafter
-// (--draft ngram[:N], layerskip:L, model with -md / --model-draft) reproduces plain greedy
-// decoding token for token and reports consistent stats; sampling works with each; bad draft
-// options exit 2 (invalid argument) and a draft model with another vocabulary exits 3
-// (unsupported), each with a message naming the problem.
+// (--draft ngram[:N], layerskip:L, model, and auto -- the default, alone or restricted, with
+// -md / --model-draft) reproduces plain greedy decoding token for token and reports consistent
+// stats (auto: a policy object whose counts add up, and a per-cycle log); sampling works with
+// each; bad draft options exit 2 (invalid argument) and a draft model with another vocabulary
+// exits 3 (unsupported), each with a message naming the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
@@ -41,10 +46,11 @@ std::string greedy(int n) {
 }
 
 struct DraftCase {
-  std::string label;    // test name suffix
-  std::string options;  // the draft options given to `augur run`
-  std::string drafter;  // stats.draft expected
-  int draft_max;        // the k the options ask for
+  std::string label;                      // test name suffix
+  std::string options;                    // the draft options given to `augur run`
+  std::string drafter;                    // stats.draft expected
+  int draft_max;                          // the k the options ask for
+  std::vector<std::string> sources = {};  // auto: the sources its policy plans over
 };
 
 std::vector<DraftCase> draft_cases() {
@@ -54,8 +60,17 @@ std::vector<DraftCase> draft_cases() {
       {"NgramOfTwoWithDraftMax3", "--draft ngram:2 --draft-max 3", "ngram", 3},
       {"Layerskip2", "--draft layerskip:2", "layerskip", 8},
       {"LayerskipWithDraftMax32", "--draft layerskip:2 --draft-max 32", "layerskip", 32},
-      {"DraftModelShortOption", "-md " + md, "model", 8},
-      {"DraftModelLongOption", "--model-draft " + md, "model", 8},
+      // -md without --draft: auto, with the draft model among its sources.
+      {"DraftModelShortOption", "-md " + md, "auto", 8, {"model", "ngram", "layerskip"}},
+      {"DraftModelLongOption", "--model-draft " + md, "auto", 8, {"model", "ngram", "layerskip"}},
+      {"DefaultIsAuto", "", "auto", 8, {"ngram", "layerskip"}},
+      {"AutoExplicit", "--draft auto --draft-max 6", "auto", 6, {"ngram", "layerskip"}},
+      {"AutoRestricted",
+       "--draft auto:model+ngram -md " + md + " --draft-max 4",
+       "auto",
+       4,
+       {"model", "ngram"}},
+      {"AutoNgramOnly", "--draft auto:ngram", "auto", 8, {"ngram"}},
       {"DraftModelExplicitWithDraftMax5", "--draft model -md " + md + " --draft-max 5", "model", 5},
   };
 }
@@ -105,6 +120,34 @@ void expect_consistent_spec_stats(const nlohmann::json& stats, const DraftCase& 
     }
   }
   EXPECT_EQ(accepted + cycles, n_gen - 1) << stats.dump();
+  if (c.drafter != "auto") {
+    EXPECT_FALSE(stats.contains("policy")) << stats.dump();
+    return;
+  }
+  // The policy's own counts: every cycle is an AR step or a cycle of one source, and no source
+  // outside the ones asked for.
+  ASSERT_TRUE(stats.contains("policy")) << stats.dump();
+  const auto& policy = stats["policy"];
+  int64_t by_source = 0;
+  std::vector<std::string> names;
+  for (const auto& [name, n] : policy["cycles_by_source"].items()) {
+    names.push_back(name);
+    by_source += n.get<int64_t>();
+  }
+  for (auto& name : names) name = name.substr(0, name.find(':'));  // layerskip:L at each depth
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  auto want = c.sources;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(names, want);
+  EXPECT_EQ(by_source + policy["ar_steps"].get<int64_t>(), cycles) << policy.dump();
+  EXPECT_NEAR(policy["mean_k"].get<double>() * static_cast<double>(cycles),
+              static_cast<double>(drafted), 1e-6);
+  EXPECT_NEAR(policy["observed_tokens_per_cycle"].get<double>(), stats["tau"].get<double>(), 1e-9);
+  EXPECT_GT(policy["predicted_tokens_per_cycle"].get<double>(), 1.0);
+  EXPECT_GT(policy["observed_s_per_cycle"].get<double>(), 0.0);
+  EXPECT_LE(policy["explorations"].get<int64_t>(), cycles);
 }
 
 class CliSpeculative : public ::testing::TestWithParam<DraftCase> {};
@@ -131,10 +174,11 @@ TEST_P(CliSpeculative, GreedyOutputEqualsPlainDecodingAndStatsAddUp) {
   expect_consistent_spec_stats(j["stats"], c, kGreedyTokens);
   // Each drafter finds something the target keeps on this repetitive code continuation.
   EXPECT_GT(j["stats"]["accepted"].get<int64_t>(), 0) << j["stats"].dump();
-  // The human-readable summary on stderr names the drafter and k.
+  // The human-readable summary on stderr names the drafter and k (auto: and its choices).
   EXPECT_NE(r.err.find("speculative: " + c.drafter + ", k=" + std::to_string(c.draft_max)),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(r.err.find("policy: cycles") != std::string::npos, c.drafter == "auto") << r.err;
 }
 
 TEST_P(CliSpeculative, SampledWithSeedGeneratesAllTokens) {
@@ -184,6 +228,13 @@ TEST(CliSpeculativeErrors, BadDraftOptionsExitTwoNamingTheOption) {
       {"--draft model", {"--draft model", "-md"}},
       {"--draft ngram -md " + md, {"-md", "--draft ngram"}},
       {"--draft none --model-draft " + md, {"--model-draft", "--draft none"}},
+      {"--draft auto:bogus", {"--draft auto:bogus", "'bogus'", "ngram"}},
+      {"--draft auto:", {"--draft auto:", "not a draft source"}},
+      {"--draft auto:ngram+ngram", {"ngram", "twice"}},
+      {"--draft auto:model", {"model", "-md"}},
+      {"--draft ngram --policy-log x.jsonl", {"--policy-log", "--draft ngram"}},
+      {"--draft auto --policy-log /nonexistent/dir/log.jsonl",
+       {"--policy-log", "/nonexistent/dir/log.jsonl"}},
   };
   for (const auto& c : cases) {
     const auto r = run_target(greedy(4) + c.options);
@@ -195,6 +246,46 @@ TEST(CliSpeculativeErrors, BadDraftOptionsExitTwoNamingTheOption) {
     }
     EXPECT_TRUE(r.out.empty()) << c.options << ": " << r.out;
   }
+}
+
+TEST(CliSpeculativePolicyLog, OneJsonLinePerCycleThatAddsUpToTheStats) {
+  const auto dir = std::filesystem::temp_directory_path() / "augur_policy_log_test";
+  std::filesystem::create_directories(dir);
+  const auto log = dir / "cycles.jsonl";
+  const auto r = run_target(greedy(kGreedyTokens) + "--draft auto -md " + quote(draft_model()) +
+                            " --policy-log " + quote(log));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto stats = nlohmann::json::parse(r.out)["stats"];
+  std::ifstream in(log);
+  int64_t lines = 0, accepted = 0, drafted = 0, explorations = 0;
+  std::map<std::string, int64_t> by_source;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["cycle"].get<int64_t>(), lines) << line;
+    ++lines;
+    accepted += j["accepted"].get<int64_t>();
+    drafted += j["drafted"].get<int64_t>();
+    explorations += j["explore"].get<bool>() ? 1 : 0;
+    const auto source = j["source"].get<std::string>();
+    EXPECT_LE(j["drafted"].get<int>(), j["k"].get<int>()) << line;
+    EXPECT_LE(j["accepted"].get<int>(), j["drafted"].get<int>()) << line;
+    EXPECT_GE(j["predicted_accepted"].get<double>(), 0.0) << line;
+    EXPECT_GT(j["predicted_s"].get<double>(), 0.0) << line;
+    EXPECT_GT(j["actual_s"].get<double>(), 0.0) << line;
+    if (source == "ar") {
+      EXPECT_EQ(j["k"].get<int>(), 0) << line;
+    } else {
+      ++by_source[source];
+    }
+  }
+  EXPECT_EQ(lines, stats["cycles"].get<int64_t>());
+  EXPECT_EQ(accepted, stats["accepted"].get<int64_t>());
+  EXPECT_EQ(drafted, stats["drafted"].get<int64_t>());
+  EXPECT_EQ(explorations, stats["policy"]["explorations"].get<int64_t>());
+  for (const auto& [source, n] : by_source) {
+    EXPECT_EQ(n, stats["policy"]["cycles_by_source"][source].get<int64_t>()) << source;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliSpeculativeErrors, NegativeLayerskipDepthIsRejected) {

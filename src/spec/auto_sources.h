@@ -1,0 +1,41 @@
+// Which drafters `--draft auto` plans over, and building them: the draft model (when one is
+// loaded), n-gram lookup, and layer-skip at a quarter and half of the target's depth. Shared by
+// the CLI and the benchmark arms so both mean the same thing by "auto".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "model/model.h"
+#include "spec/auto_drafter.h"
+
+namespace augur::spec {
+
+struct AutoSources {
+  bool model = false;  // the -md draft model
+  bool ngram = true;
+  bool layerskip = true;
+  // Canonical spelling, e.g. "model+ngram+layerskip".
+  std::string name() const;
+};
+
+// Every source at hand: the draft model only when one is given.
+AutoSources all_auto_sources(bool have_draft_model);
+// A '+'-separated list of model, ngram, layerskip; InvalidArgument naming `option` (e.g.
+// "--draft auto:x") for an unknown or repeated name or an empty list.
+AutoSources parse_auto_sources(std::string_view list, std::string_view option);
+
+// Layer-skip depths auto chooses among for a target of n_layer layers.
+std::vector<int> auto_layerskip_depths(int n_layer);
+
+// InvalidArgument when `sources.model` is set without a draft model, or nothing applies.
+std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
+                                               const model::Model& target,
+                                               const model::Model* draft_model,
+                                               kernels::ThreadPool& pool, int64_t n_ctx,
+                                               int64_t ubatch, int k_max);
+
+}  // namespace augur::spec
