@@ -60,6 +60,8 @@ class AutoDrafter final : public DraftSource {
   // One JSON object per cycle to `log` (null: none); the stream must outlive the drafter.
   void set_log(std::ostream* log) { log_ = log; }
   const PolicyStats& stats() const { return stats_; }
+  // The plan of the current (or last) cycle.
+  const CyclePlan& last_plan() const { return plan_; }
   const DraftPolicy& policy() const { return *policy_; }
 
  private:

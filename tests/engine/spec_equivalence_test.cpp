@@ -1,6 +1,7 @@
 // Token-stream equivalence: greedy speculative decoding gives exactly AR's greedy tokens, for
-// every fixture and for zoo-target with each drafter (n-gram, layer-skip, and a separate draft
-// model: zoo-draft for zoo-target, one fixture for another), k in {1, 2, 4, 8, 16}, over 256
+// every fixture and for zoo-target with each drafter (n-gram, layer-skip, a separate draft
+// model: zoo-draft for zoo-target, one fixture for another; and the auto policy, which varies the
+// source and k from cycle to cycle), k in {1, 2, 4, 8, 16}, over 256
 // generated tokens, with a small ubatch so the prompt and the k+1-row verifies cross ubatch
 // boundaries.
 // The drafter must really have run (drafted > 0), or the comparison would prove nothing.
@@ -100,9 +101,11 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
       EXPECT_EQ(r.tokens, ar) << c.name << " " << kind << " k=" << k << ": first difference at "
                               << first_diff;
       EXPECT_GT(st.drafted, 0) << c.name << " " << kind << " k=" << k << ": the drafter never ran";
+      const auto colon = kind.find(':');
       const std::string label =
-          kind.rfind("model:", 0) == 0
-              ? "model:" + std::filesystem::path(kind.substr(6)).filename().string()
+          kind.find("model:") != std::string::npos
+              ? kind.substr(0, colon + 1) +
+                    std::filesystem::path(kind.substr(colon + 1)).filename().string()
               : kind;
       std::printf(
           "[ spec     ] %-16s %-24s k=%-2d cycles %3lld drafted %4lld accepted %4lld tau %.2f\n",
@@ -121,12 +124,12 @@ std::string fixture_draft(const std::string& name) {
 INSTANTIATE_TEST_SUITE_P(
     Models, SpecEquivalence,
     ::testing::Values(
-        Case{"tiny_llama", "fixtures/tiny-llama.gguf", {"ngram", "layerskip:1"}},
-        Case{"tiny_llama_BF16", "fixtures/tiny-llama-BF16.gguf", {"ngram", "layerskip:1"}},
-        Case{"tiny_llama_Q8_0", "fixtures/tiny-llama-Q8_0.gguf", {"ngram", "layerskip:1"}},
-        Case{"tiny_llama_Q4_0", "fixtures/tiny-llama-Q4_0.gguf", {"ngram", "layerskip:1"}},
-        Case{"tiny_qwen2", "fixtures/tiny-qwen2.gguf", {"ngram", "layerskip:1"}},
-        Case{"tiny_qwen3", "fixtures/tiny-qwen3.gguf", {"ngram", "layerskip:1"}},
+        Case{"tiny_llama", "fixtures/tiny-llama.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_llama_BF16", "fixtures/tiny-llama-BF16.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_llama_Q8_0", "fixtures/tiny-llama-Q8_0.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_llama_Q4_0", "fixtures/tiny-llama-Q4_0.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_qwen2", "fixtures/tiny-qwen2.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_qwen3", "fixtures/tiny-qwen3.gguf", {"ngram", "layerskip:1", "auto"}},
         // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
         // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
         // penalty) and another architecture with other weights (keeps none: every cycle ends in
@@ -144,13 +147,13 @@ INSTANTIATE_TEST_SUITE_P(
              1.3f},
         Case{"zoo_target_f16",
              "models/zoo-target-f16.gguf",
-             {"model:" + kZooDraft, "ngram", "layerskip:4"},
+             {"model:" + kZooDraft, "ngram", "layerskip:4", "auto+model:" + kZooDraft},
              16},
         Case{"zoo_target_q8_0", "models/zoo-target-q8_0.gguf", {"model:" + kZooDraft}, 16},
         // History-dependent penalty: p and q rows follow the draft prefix.
         Case{"zoo_q8_0_penalty",
              "models/zoo-target-q8_0.gguf",
-             {"model:" + kZooDraft, "ngram"},
+             {"model:" + kZooDraft, "ngram", "auto+model:" + kZooDraft},
              16,
              1.3f}),
     [](const auto& info) { return info.param.name; });

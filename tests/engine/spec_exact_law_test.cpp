@@ -28,7 +28,10 @@
 //       is the control);
 //   (b) q row of the wrong position: a DraftSource wrapper that reports q_{i-1} for draft i;
 //   (c) bonus from q instead of p, and the acceptance-rule defects of
-//       tests/support/planted_acceptors.h, handed to the Generator as its Acceptor.
+//       tests/support/planted_acceptors.h, handed to the Generator as its Acceptor;
+//   (d) a drafter that drops drafted tokens by their own q (a "dynamic draft length" done wrong).
+// The auto policy (spec::AutoDrafter with fixed costs, rebuilt for every replay) runs the same
+// check: it stops drafting by confidence and changes source and k from cycle to cycle.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +41,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +52,8 @@
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
+#include "spec/auto_drafter.h"
+#include "spec/draft_policy.h"
 #include "spec/draft_source.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
@@ -186,6 +192,33 @@ class ShiftedQDrafter final : public spec::DraftSource {
   spec::DraftSource& inner_;
 };
 
+// Defect (d): a block cut by the values of tokens already drafted: drafts after the first whose
+// q(d_i) < 0.5 are dropped. Stopping before drafting a token is safe (docs/policy.md); dropping a
+// drafted one because of what it is biases the law, and the check must see it.
+class DropsUnsureDraftsDrafter final : public spec::DraftSource {
+ public:
+  explicit DropsUnsureDraftsDrafter(spec::DraftSource& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  void begin(std::span<const int32_t> prompt) override { inner_.begin(prompt); }
+  void reset() override { inner_.reset(); }
+  void propose(const spec::DraftRequest& request, spec::Draft& out) override {
+    inner_.propose(request, out);
+    if (out.q.empty()) return;
+    for (size_t pos = 1; pos < out.tokens.size(); ++pos) {
+      if (out.q[pos * kVocab + static_cast<size_t>(out.tokens[pos])] < 0.5f) {
+        out.tokens.resize(pos);
+        out.q.resize(pos * kVocab);
+        break;
+      }
+    }
+  }
+  void observe(int n_accepted) override { inner_.observe(n_accepted); }
+  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
+
+ private:
+  spec::DraftSource& inner_;
+};
+
 // Defect (a): a target whose verify rows 1..k come out as if the loop computed p_i over the
 // committed history alone (without d1..di): for each such row it undoes the repetition penalty of
 // tokens only the full history has in its window (and applies it to tokens only the stale history
@@ -223,7 +256,69 @@ class StalePenaltyTarget final : public ScriptedModel {
   SamplerConfig config_;
 };
 
-enum class DrafterKind { DraftModel, SelfDraft, Argmax, Ngram };
+// The auto policy with costs fixed here instead of measured, so that every replay of a generation
+// makes the same decisions given the same random choices: T_V(m) = 1 + 0.3 (m - 1), 0.05 per
+// drafted token for a model source, n-gram free. Its acceptance estimates still move with what
+// each path accepts, so k and the source change from cycle to cycle and from path to path.
+class FixedCostPolicy final : public spec::DraftPolicy {
+ public:
+  using DraftPolicy::DraftPolicy;
+
+ protected:
+  double verify_seconds(int rows) const override { return 1 + 0.3 * (rows - 1); }
+  double draft_seconds(int source, int k) const override {
+    return sources()[static_cast<size_t>(source)] == "ngram" ? 0 : 0.05 * k;
+  }
+  double other_seconds(int) const override { return 0; }
+  bool costs_known() const override { return true; }
+};
+
+// spec::AutoDrafter over the draft model, n-gram lookup and the target as self-draft, built
+// afresh at each generate() (begin()), so every replay starts from the same policy state. Records
+// the (source, drafted) of every cycle of every replay.
+class FreshAutoDrafter final : public spec::DraftSource {
+ public:
+  FreshAutoDrafter(const model::Model& target, const model::Model& draft, kernels::ThreadPool& pool,
+                   int64_t n_ctx, int64_t ubatch, int k_max)
+      : target_(target),
+        draft_(draft),
+        pool_(pool),
+        n_ctx_(n_ctx),
+        ubatch_(ubatch),
+        k_max_(k_max) {}
+  std::string name() const override { return "auto"; }
+  void begin(std::span<const int32_t> prompt) override {
+    std::vector<std::unique_ptr<spec::DraftSource>> sources;
+    sources.push_back(std::make_unique<spec::ModelDrafter>(draft_, pool_, n_ctx_, ubatch_));
+    sources.push_back(std::make_unique<spec::NgramDrafter>(1, 2));
+    sources.push_back(std::make_unique<spec::ModelDrafter>(target_, pool_, n_ctx_, ubatch_));
+    inner_ = std::make_unique<spec::AutoDrafter>(
+        std::move(sources), std::make_unique<FixedCostPolicy>(
+                                std::vector<std::string>{"model", "ngram", "self"}, k_max_));
+    inner_->begin(prompt);
+  }
+  void propose(const spec::DraftRequest& request, spec::Draft& out) override {
+    inner_->propose(request, out);
+    const spec::CyclePlan& plan = inner_->last_plan();
+    choices.insert({plan.source, static_cast<int>(out.tokens.size())});
+  }
+  void observe(int n_accepted) override { inner_->observe(n_accepted); }
+  void calibrate(const VerifyTimer& time_verify) override { inner_->calibrate(time_verify); }
+  void observe_cost(const CycleCost& cost) override { inner_->observe_cost(cost); }
+  int64_t memory_bytes() const override { return inner_ ? inner_->memory_bytes() : 0; }
+
+  std::set<std::pair<int, int>> choices;  // (source or spec::kArStep, drafted)
+
+ private:
+  const model::Model& target_;
+  const model::Model& draft_;
+  kernels::ThreadPool& pool_;
+  int64_t n_ctx_, ubatch_;
+  int k_max_;
+  std::unique_ptr<spec::AutoDrafter> inner_;
+};
+
+enum class DrafterKind { DraftModel, SelfDraft, Argmax, Ngram, Auto };
 
 std::string drafter_label(DrafterKind kind) {
   switch (kind) {
@@ -231,6 +326,7 @@ std::string drafter_label(DrafterKind kind) {
     case DrafterKind::SelfDraft: return "SelfDraft";
     case DrafterKind::Argmax: return "Argmax";
     case DrafterKind::Ngram: return "Ngram";
+    case DrafterKind::Auto: return "Auto";
   }
   return "?";
 }
@@ -243,6 +339,7 @@ enum class Defect {
   AcceptedCountOffByOne,  // the acceptance-rule defects, now test-side
   ResidualWithoutClamp,
   ResidualIsP,
+  DropsUnsureDrafts,  // (d)
 };
 
 // Sequence of generated tokens -> probability.
@@ -360,6 +457,7 @@ struct CaseResult {
   int n_predict;
   double max_error;
   GeneratorLaw spec;
+  std::set<std::pair<int, int>> auto_choices;  // Auto: every (source, drafted) it chose
 };
 
 // Runs one case through a fresh Generator and drafter (each reused by every branch).
@@ -386,10 +484,15 @@ CaseResult run_case(const Case& c) {
       break;
     case DrafterKind::Argmax: drafter = std::make_unique<ArgmaxDrafter>(draft_lm()); break;
     case DrafterKind::Ngram: drafter = std::make_unique<spec::NgramDrafter>(1, 2); break;
+    case DrafterKind::Auto:
+      drafter = std::make_unique<FreshAutoDrafter>(*target, draft_model, pool, n_ctx, ubatch, c.k);
+      break;
   }
   std::unique_ptr<spec::DraftSource> shifted;
   if (c.defect == Defect::QRowOfWrongPosition) {
     shifted = std::make_unique<ShiftedQDrafter>(*drafter);
+  } else if (c.defect == Defect::DropsUnsureDrafts) {
+    shifted = std::make_unique<DropsUnsureDraftsDrafter>(*drafter);
   }
   std::unique_ptr<spec::Acceptor> acceptor;
   switch (c.defect) {
@@ -416,6 +519,9 @@ CaseResult run_case(const Case& c) {
   EXPECT_NEAR(static_cast<double>(total_mass(result.spec.law)), 1.0, 1e-12)
       << "the branches of a generation must sum to 1";
   result.max_error = max_difference(result.spec.law, reference_law(setting.config, n_predict));
+  if (const auto* fresh = dynamic_cast<const FreshAutoDrafter*>(drafter.get())) {
+    result.auto_choices = fresh->choices;
+  }
   return result;
 }
 
@@ -427,6 +533,9 @@ std::vector<Case> law_cases() {
       for (int k = 1; k <= 3; ++k) cases.push_back({setting.name, drafter, k});
     }
   }
+  // The auto policy: the source and k vary by cycle and by path.
+  for (const Setting& setting : settings())
+    cases.push_back({setting.name, DrafterKind::Auto, 3, 6});
   // Longer generations: several full cycles, then k cut short near the end.
   for (const std::string setting : {"TopKTopP", "Penalty", "AllTransforms"}) {
     for (const DrafterKind drafter : {DrafterKind::DraftModel, DrafterKind::Argmax}) {
@@ -452,6 +561,15 @@ TEST_P(SpecExactLaw, GeneratedTokensFollowTheTargetArLaw) {
   EXPECT_LE(r.max_error, kTolerance);
   EXPECT_GT(cov.drafted, c.drafter == DrafterKind::Ngram ? 0.0L : 0.99L)
       << "the drafter must have run";
+  if (c.drafter == DrafterKind::Auto && c.setting != "Greedy") {
+    // Over the paths, the policy drafted from at least two sources, at two block lengths or more.
+    std::set<int> sources, lengths;
+    for (const auto& [source, drafted] : r.auto_choices) {
+      if (source != spec::kArStep && drafted > 0) sources.insert(source), lengths.insert(drafted);
+    }
+    EXPECT_GE(sources.size(), 2u);
+    EXPECT_GE(lengths.size(), 2u);
+  }
   if (c.setting == "Greedy") {
     EXPECT_EQ(r.spec.n_paths, 1u) << "greedy decoding makes no random choice";
     return;
@@ -529,7 +647,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"MinP", DrafterKind::Argmax, 2, 0, Defect::ResidualWithoutClamp,
              "ResidualWithoutClamp"},
         Case{"TopKTopP", DrafterKind::DraftModel, 2, 0, Defect::ResidualIsP, "ResidualIsP"},
-        Case{"MinP", DrafterKind::Argmax, 2, 0, Defect::ResidualIsP, "ResidualIsP"}),
+        Case{"MinP", DrafterKind::Argmax, 2, 0, Defect::ResidualIsP, "ResidualIsP"},
+        Case{"TopKTopP", DrafterKind::DraftModel, 3, 0, Defect::DropsUnsureDrafts,
+             "DropsUnsureDrafts"},
+        Case{"AllTransforms", DrafterKind::DraftModel, 2, 0, Defect::DropsUnsureDrafts,
+             "DropsUnsureDrafts"}),
     [](const auto& info) {
       return info.param.label + "_" + info.param.setting + "_" + drafter_label(info.param.drafter) +
              "_k" + std::to_string(info.param.k);

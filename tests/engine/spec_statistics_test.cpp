@@ -31,6 +31,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
+#include "spec/auto_sources.h"
 #include "spec/model_drafter.h"
 #include "support/chi_square.h"
 #include "support/model_session.h"
@@ -186,10 +188,9 @@ struct ModelPair {
   int64_t n_ctx = 0;
 };
 
-TEST(SpecStatistics, SampledSpeculativeTokensFollowTheArLaw) {
-  ModelPair m;
+// The exact and two-sample tests above, for speculative decoding with `drafter` against AR.
+void expect_sampled_law(ModelPair& m, spec::DraftSource& drafter) {
   Generator gen(*m.target.model, m.target.pool, m.n_ctx, 512);
-  spec::ModelDrafter drafter(*m.draft, m.target.pool, m.n_ctx, 512);
   std::vector<ChiSquare> exact_spec, exact_ar;
   std::vector<std::vector<ChiSquare>> later(kPredict - kFirstLaterPosition);
   for (size_t p = 0; p < m.prompts.size(); ++p) {
@@ -234,6 +235,40 @@ TEST(SpecStatistics, SampledSpeculativeTokensFollowTheArLaw) {
     EXPECT_GT(r.p_value, kAlpha) << what;
     EXPECT_GE(r.df, 10) << what;
   }
+}
+
+TEST(SpecStatistics, SampledSpeculativeTokensFollowTheArLaw) {
+  ModelPair m;
+  spec::ModelDrafter drafter(*m.draft, m.target.pool, m.n_ctx, 512);
+  expect_sampled_law(m, drafter);
+}
+
+// The auto policy over the draft model, n-gram lookup and layer-skip, with its live costs: every
+// cycle may change the source and k, and the law must not notice.
+TEST(SpecStatistics, SampledAutoPolicyTokensFollowTheArLaw) {
+  ModelPair m;
+  auto drafter = spec::make_auto_drafter(spec::all_auto_sources(true), *m.target.model,
+                                         m.draft.get(), m.target.pool, m.n_ctx, 512, kDraftMax);
+  std::ostringstream log;  // one JSON line per cycle of every run
+  drafter->set_log(&log);
+  expect_sampled_law(m, *drafter);
+  // Over all runs it drafted from more than one source, at more than one length.
+  std::map<std::string, int64_t> cycles_by_source;
+  std::set<int> lengths;
+  std::istringstream lines(log.str());
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["drafted"].get<int>() == 0) continue;
+    ++cycles_by_source[j["source"].get<std::string>()];
+    lengths.insert(j["drafted"].get<int>());
+  }
+  std::printf("[ auto     ] drafting cycles by source:");
+  for (const auto& [source, n] : cycles_by_source) {
+    std::printf(" %s %lld", source.c_str(), static_cast<long long>(n));
+  }
+  std::printf("; %zu block lengths\n", lengths.size());
+  EXPECT_GE(cycles_by_source.size(), 2u);
+  EXPECT_GE(lengths.size(), 2u);
 }
 
 TEST(SpecStatistics, ExactTestRejectsResidualDrawnFromTarget) {

@@ -1,5 +1,7 @@
 // Building blocks for speculative-decoding tests: a target model with its pool, a drafter made
-// from a short description ("model:PATH", "ngram", "layerskip:L"), prompts from the shared files.
+// from a short description ("model:PATH", "ngram", "layerskip:L", "auto" = the draft policy over
+// n-gram and layer-skip, "auto+model:PATH" = the same plus a draft model), prompts from the
+// shared files.
 #pragma once
 
 #include <memory>
@@ -10,6 +12,7 @@
 #include "kernels/thread_pool.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "spec/auto_sources.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "support/reference.h"
@@ -35,6 +38,11 @@ inline DrafterHolder make_test_drafter(const std::string& kind, const model::Mod
     auto d = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, h.n_layers);
     h.model_drafter = d.get();
     h.drafter = std::move(d);
+  } else if (kind == "auto" || kind.rfind("auto+model:", 0) == 0) {
+    if (kind != "auto") h.draft_model = model::load_model(kind.substr(11));
+    h.drafter =
+        spec::make_auto_drafter(spec::all_auto_sources(h.draft_model != nullptr), target,
+                                h.draft_model.get(), pool, n_ctx, ubatch, engine::kMaxDraft);
   } else if (kind.rfind("model:", 0) == 0) {
     h.draft_model = model::load_model(kind.substr(6));
     auto d = std::make_unique<spec::ModelDrafter>(*h.draft_model, pool, n_ctx, ubatch);
