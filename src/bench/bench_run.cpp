@@ -155,6 +155,18 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     }
   }
   const sampling::Sampler sampler(config.sampler, static_cast<int>(target->hparams().n_vocab));
+  std::ofstream policy_log;
+  if (!config.policy_log_path.empty()) {
+    policy_log.open(config.policy_log_path);
+    if (!policy_log) {
+      throw InvalidArgument(
+          fmt::format("--policy-log {}: cannot open the file for writing", config.policy_log_path));
+    }
+    for (auto& d : drafters) {
+      if (auto* automatic = dynamic_cast<spec::AutoDrafter*>(d.get()))
+        automatic->set_log(&policy_log);
+    }
+  }
 
   json report = {
       {"schema", "augur.bench/1"},  {"kind", "run"},
@@ -229,6 +241,9 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
              {"peak_rss_bytes", peak_rss_bytes()},
              {"arm_bytes", gen.memory_bytes() + (drafters[a] ? drafters[a]->memory_bytes() : 0)},
              {"tokens", r.tokens}});
+        if (const auto* automatic = dynamic_cast<const spec::AutoDrafter*>(drafters[a].get())) {
+          report["samples"].back()["policy"] = spec::to_json(automatic->stats());
+        }
         if (progress) {
           progress(
               ++done, total,

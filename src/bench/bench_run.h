@@ -30,6 +30,7 @@ struct BenchRunConfig {
   int64_t ubatch = 512;
   sampling::SamplerConfig sampler;  // temperature 0 = greedy arms
   uint64_t seed = 1;
+  std::string policy_log_path;  // spec:auto arms write one JSON line per cycle here (optional)
 };
 
 // Called after each sample: samples done, total, and what just ran.

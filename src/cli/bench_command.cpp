@@ -159,6 +159,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   r->add_option("--top-p", rc.sampler.top_p, "top-p")->capture_default_str();
   r->add_option("--min-p", rc.sampler.min_p, "min-p")->capture_default_str();
   r->add_option("--seed", rc.seed, "base seed")->capture_default_str();
+  r->add_option("--policy-log", rc.policy_log_path,
+                "spec:auto arms: one JSON line per cycle (source, k, predicted and actual "
+                "accepted tokens and seconds), in run order");
   r->add_option("-t,--threads", rc.threads, "worker threads (default: all)");
   r->add_option("-c,--ctx-size", rc.n_ctx, "context (default: longest prompt + n-gen + K)");
   r->add_option("--ubatch", rc.ubatch, "prefill ubatch")->capture_default_str();

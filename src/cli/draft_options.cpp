@@ -125,20 +125,7 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
 
 nlohmann::json policy_json(const spec::DraftSource* drafter) {
   const auto* automatic = dynamic_cast<const spec::AutoDrafter*>(drafter);
-  if (!automatic) return nullptr;
-  const spec::PolicyStats& st = automatic->stats();
-  const auto cycles = static_cast<double>(st.cycles());
-  nlohmann::json by_source = nlohmann::json::object();
-  for (size_t s = 0; s < st.sources.size(); ++s) by_source[st.sources[s]] = st.cycles_by_source[s];
-  return {{"cycles_by_source", by_source},
-          {"ar_steps", st.ar_steps},
-          {"explorations", st.explorations},
-          {"mean_k", st.mean_k()},
-          {"predicted_tokens_per_cycle", cycles > 0 ? st.predicted_tokens / cycles : 0},
-          {"observed_tokens_per_cycle", cycles > 0 ? st.observed_tokens / cycles : 0},
-          {"predicted_s_per_cycle", cycles > 0 ? st.predicted_s / cycles : 0},
-          {"observed_s_per_cycle", cycles > 0 ? st.observed_s / cycles : 0},
-          {"calibration_s", st.calibration_s}};
+  return automatic ? spec::to_json(automatic->stats()) : nlohmann::json();
 }
 
 std::string policy_summary(const spec::DraftSource* drafter) {

@@ -36,6 +36,8 @@ class AcceptanceModel {
   double expected_accepted(int k) const;
   // Whether any block was observed.
   bool tried() const { return observations_ > 0; }
+  // Blocks observed so far.
+  long blocks() const { return observations_; }
   // Whether tokens were observed with confidences (the drafter reports them).
   bool has_confidences() const { return with_confidence_ > 0; }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ struct PolicyStats {
   int64_t cycles() const;
   double mean_k() const { return cycles() > 0 ? static_cast<double>(drafted) / cycles() : 0; }
 };
+
+// The stats as reported (`--json` stats.policy, benchmark samples): cycles per source, AR steps,
+// explorations, mean k, predicted vs observed tokens and seconds per cycle, calibration time.
+nlohmann::json to_json(const PolicyStats& stats);
 
 class AutoDrafter final : public DraftSource {
  public:

@@ -7,12 +7,20 @@
 namespace augur::spec {
 namespace {
 
-constexpr int64_t kExplorePeriod = 50;       // one exploring cycle in this many: 2 %
-constexpr double kMaxSavedExplorations = 2;  // the budget saved up while not exploring
-constexpr int64_t kFollowUpPeriod = 8;       // after a surprise, look again this soon
-constexpr double kSurprise = 0.75;           // kept drafts above the prediction that count as one
-constexpr double kMinRateGain = 1e-3;        // a drafting plan must beat AR by this share
-constexpr double kExploreCost = 1.5;         // an exploring cycle may cost this much of the best
+constexpr int64_t kExplorePeriod = 50;  // at most one exploring cycle in this many
+constexpr double kExploreShare = 0.02;  // of the time spent in cycles, at most this in exploring
+constexpr double kMaxSavedCycles = 3;   // the budget saved up: this many best cycles' time
+constexpr int64_t kFollowUpPeriod = 8;  // after a surprise, look again this soon
+constexpr double kSurprise = 0.75;      // kept drafts above the prediction that count as one
+constexpr int kNone = -2;               // no option
+
+CyclePlan with_best_rate(CyclePlan plan, double best_rate) {
+  plan.best_rate = best_rate;
+  return plan;
+}
+constexpr int64_t kTrialBlocks = 4;    // blocks every source drafts before it is judged
+constexpr double kMinRateGain = 1e-3;  // a drafting plan must beat AR by this share
+constexpr double kExploreCost = 1.5;   // an exploring cycle may cost this much of the best
 
 }  // namespace
 
@@ -57,6 +65,15 @@ std::pair<int, double> DraftPolicy::best_block(int source, int k_cap, bool confi
   return {best_k, best_rate};
 }
 
+int DraftPolicy::exploring_block(int source, int cap, int best_source, int best_k) const {
+  // The longest block that costs at most half again the cycle it replaces: longer blocks teach
+  // more positions, and a cheap drafter (n-gram) can afford them.
+  const double budget = kExploreCost * cycle_seconds(best_source, best_k);
+  int k = std::max(1, best_block(source, cap).first);
+  while (k < cap && cycle_seconds(source, k + 1) <= budget) ++k;
+  return k;
+}
+
 CyclePlan DraftPolicy::plan_for(int source, int k, bool explore) const {
   CyclePlan plan;
   plan.source = k > 0 ? source : kArStep;
@@ -80,28 +97,45 @@ CyclePlan DraftPolicy::choose(std::span<const int> available) {
     const auto [k, rate] = best_block(static_cast<int>(s), cap);
     if (k > 0 && rate > best_rate) best_source = static_cast<int>(s), best_k = k, best_rate = rate;
   }
-  explore_budget_ = std::min(kMaxSavedExplorations, explore_budget_ + 1.0 / kExplorePeriod);
-  if (cycles_ >= next_explore_ && explore_budget_ >= 1) {
-    // The available source other than the best that drafted longest ago (never: first).
-    int stale = kArStep;
-    for (size_t s = 0; s < names_.size(); ++s) {
-      if (static_cast<int>(s) == best_source || available[s] <= 0) continue;
-      if (stale == kArStep || last_used_[s] < last_used_[static_cast<size_t>(stale)]) {
-        stale = static_cast<int>(s);
-      }
+  // A source with fewer than a few blocks behind its estimates gets them first: one unlucky
+  // first block must not hide a good drafter for hundreds of cycles.
+  for (size_t s = 0; s < names_.size(); ++s) {
+    const int cap = std::min(available[s], k_max_);
+    if (cap > 0 && acceptance_[s].blocks() < kTrialBlocks) {
+      return with_best_rate(
+          plan_for(static_cast<int>(s),
+                   exploring_block(static_cast<int>(s), cap, best_source, best_k), true),
+          best_rate);
     }
-    if (stale != kArStep) {
+  }
+  // Exploring is paid from a time budget: 2 % of every cycle's time is saved, and an exploring
+  // cycle spends the time it lost against the best plan (a drafter that turns out slow, e.g.
+  // one catching up on many committed tokens, leaves the budget in debt until it is repaid).
+  explore_budget_s_ =
+      std::min(explore_budget_s_, kMaxSavedCycles * cycle_seconds(best_source, best_k));
+  if (cycles_ >= next_explore_ && explore_budget_s_ > 0) {
+    // The option other than the best used longest ago (never: first): an available source, or
+    // a plain AR step, whose cost T_V(1) + rest goes stale too while the policy drafts.
+    int stale = kNone;
+    int64_t stale_used = 0;
+    const auto consider = [&](int option, int64_t used) {
+      if (option == best_source) return;
+      if (stale == kNone || used < stale_used) stale = option, stale_used = used;
+    };
+    for (size_t s = 0; s < names_.size(); ++s) {
+      if (available[s] > 0) consider(static_cast<int>(s), last_used_[s]);
+    }
+    consider(kArStep, last_ar_);
+    if (stale == kArStep) return with_best_rate(plan_for(kArStep, 0, true), best_rate);
+    if (stale != kNone) {
       // The longest block that costs at most half again the cycle it replaces: longer blocks
       // teach more positions, and a cheap drafter (n-gram) can afford them.
       const int cap = std::min(available[static_cast<size_t>(stale)], k_max_);
-      const double budget = kExploreCost * cycle_seconds(best_source, best_k);
-      int k = std::max(1, best_block(stale, cap).first);
-      while (k < cap && cycle_seconds(stale, k + 1) <= budget) ++k;
-      explore_budget_ -= 1;
-      return plan_for(stale, k, true);
+      return with_best_rate(plan_for(stale, exploring_block(stale, cap, best_source, best_k), true),
+                            best_rate);
     }
   }
-  CyclePlan plan = plan_for(best_source, best_k, false);
+  CyclePlan plan = with_best_rate(plan_for(best_source, best_k, false), best_rate);
   // A drafter whose confidences tell good tokens from bad may plan the block it would draft if
   // it were sure; the stop rule cuts it at the first token not worth its row.
   if (best_source != kArStep && acceptance(best_source).has_confidences()) {
@@ -139,6 +173,13 @@ void DraftPolicy::record(const CyclePlan& plan, const CycleOutcome& outcome) {
   const int rows = outcome.drafted + 1;
   costs_.observe_verify(rows, outcome.verify_s);
   costs_.observe_other(rows, outcome.other_s);
+  // What exploring cost: the time beyond what the best plan would have taken for the same
+  // tokens (negative when the exploration did better, which refunds the budget).
+  const double seconds = outcome.draft_s + outcome.verify_s + outcome.other_s;
+  explore_budget_s_ += kExploreShare * seconds;
+  if (plan.explore && plan.best_rate > 0) {
+    explore_budget_s_ -= seconds - (outcome.accepted + 1) / plan.best_rate;
+  }
   if (plan.source != kArStep) {
     const auto s = static_cast<size_t>(plan.source);
     // A source that drafted in the cycle before had no committed tokens to catch up on.
@@ -151,6 +192,10 @@ void DraftPolicy::record(const CyclePlan& plan, const CycleOutcome& outcome) {
       const bool surprise = outcome.accepted > predicted_kept + kSurprise;
       next_explore_ = cycles_ + (surprise ? kFollowUpPeriod : kExplorePeriod);
     }
+  }
+  if (plan.source == kArStep) {
+    last_ar_ = cycles_;
+    if (plan.explore) next_explore_ = cycles_ + kExplorePeriod;
   }
   last_source_ = plan.source;
   ++cycles_;

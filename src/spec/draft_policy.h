@@ -7,8 +7,9 @@
 // with a_{s,i} from each source's AcceptanceModel and the times from the CostModel; and while a
 // drafter with confidences drafts, stop it when the tokens it has make one more row not worth
 // its cost (keep_drafting). Every few dozen cycles one cycle explores the source left unused
-// longest, so estimates of what is not chosen stay fresh (2 % of cycles, more briefly after an
-// exploration that did much better than predicted, so a drafter that starts paying is picked up).
+// longest, so estimates of what is not chosen stay fresh: at most 2 % of the time (a budget in
+// seconds), sooner after an exploration that did much better than predicted, so a drafter that
+// starts paying is picked up.
 //
 // Exactness: every decision uses only the past (estimates, timings), the committed context and
 // the drafts of this cycle, never the target's output for this cycle; so greedy output stays
@@ -36,6 +37,7 @@ struct CyclePlan {
   bool explore = false;         // chosen to refresh estimates, not because it looked best
   double predicted_tokens = 1;  // expected committed tokens of the cycle
   double predicted_s = 0;       // expected seconds of the cycle
+  double best_rate = 0;         // tokens per second of the best plan when this one was made
 };
 
 struct CycleOutcome {
@@ -86,15 +88,18 @@ class DraftPolicy {
   // with the drafter's highest usual confidence.
   std::pair<int, double> best_block(int source, int k_cap, bool confident = false) const;
   CyclePlan plan_for(int source, int k, bool explore) const;
+  // k for an exploring block of `source` (at most cap) that replaces the best plan's cycle.
+  int exploring_block(int source, int cap, int best_source, int best_k) const;
 
   std::vector<std::string> names_;
   int k_max_;
   CostModel costs_;
   std::vector<AcceptanceModel> acceptance_;  // [sources]
   std::vector<int64_t> last_used_;           // [sources] cycle a source last drafted, -1 never
+  int64_t last_ar_ = -1;                     // cycle of the last AR step, -1 never
   int64_t cycles_ = 0;
-  int64_t next_explore_ = 0;   // cycle at which the next exploration is due
-  double explore_budget_ = 0;  // explorations allowed now: +1/50 per cycle, at most 2
+  int64_t next_explore_ = 0;     // cycle at which the next exploration is due
+  double explore_budget_s_ = 0;  // seconds of exploring allowed now (negative: in debt)
   int last_source_ = kArStep;
 };
 
