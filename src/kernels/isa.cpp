@@ -5,6 +5,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -43,12 +47,42 @@ bool cpu_has_avx512_vnni() {
   constexpr unsigned kZmmState = 0xE6;
   return (xcr0_lo & kZmmState) == kZmmState;
 }
+
+// AMX-TILE and AMX-INT8 (cpuid leaf 7, EDX bits 24 and 25) and XCR0 saying the OS manages the
+// tile configuration and tile data (bits 17 and 18).
+bool cpu_has_amx_int8() {
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  constexpr unsigned kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+  if ((edx & (kAmxTile | kAmxInt8)) != (kAmxTile | kAmxInt8)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  asm volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  constexpr unsigned kTileState = (1u << 17) | (1u << 18);
+  return (xcr0_lo & kTileState) == kTileState;
+}
+
+// Linux hands out the (8 KB) tile data state only to processes that ask for it; until then the
+// first tile instruction faults. The permission is per process and asked for once; a kernel
+// without the call (before 5.16) or one that refuses it leaves the path unavailable.
+bool amx_permitted() {
+#if defined(__linux__) && defined(__x86_64__)
+  static const bool granted = [] {
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
+}
 #endif
 
 }  // namespace
 
 std::vector<Isa> all_isas() {
-  return {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+  return {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
 }
 
 std::string_view isa_name(Isa isa) {
@@ -56,6 +90,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAmx: return "amx";
   }
   return "unknown";
 }
@@ -73,6 +108,12 @@ bool cpu_supports(Isa isa) {
     case Isa::kAvx512:
 #if defined(__x86_64__) || defined(__i386__)
       return cpu_supports(Isa::kAvx2) && cpu_has_avx512_vnni();
+#else
+      return false;
+#endif
+    case Isa::kAmx:
+#if defined(__x86_64__)
+      return cpu_supports(Isa::kAvx512) && cpu_has_amx_int8() && amx_permitted();
 #else
       return false;
 #endif

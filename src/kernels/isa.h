@@ -1,7 +1,7 @@
 // Which instruction-set path the kernels run: chosen once from what the CPU reports, overridable
-// with the environment variable AUGUR_ISA=scalar|avx2|avx512 (for comparisons and bug hunts) and,
-// in tests, with set_isa_for_testing. Kernels for one ISA live in files named *_<isa>.cpp, the only
-// files compiled with that ISA's flags.
+// with the environment variable AUGUR_ISA=scalar|avx2|avx512|amx (for comparisons and bug hunts)
+// and, in tests, with set_isa_for_testing. Kernels for one ISA live in files named *_<isa>.cpp, the
+// only files compiled with that ISA's flags.
 #pragma once
 
 #include <string>
@@ -11,19 +11,23 @@
 namespace augur::kernels {
 
 // Each path includes the one before it: kAvx512 runs its own integer (Q8_0/Q4_0) kernels and the
-// AVX2 kernels for everything else.
-enum class Isa { kScalar, kAvx2, kAvx512 };
+// AVX2 kernels for everything else; kAmx runs AMX-INT8 tiles for Q8_0/Q4_0 weights at the batch
+// sizes where they beat AVX-512 (matmul_amx.cpp) and the kAvx512 kernels otherwise.
+enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
 
 // Every path augur knows, whether or not this CPU can run it, in order of preference (best last).
 std::vector<Isa> all_isas();
 
 std::string_view isa_name(Isa isa);
 // Whether this CPU can run `isa`: AVX2 needs AVX2, FMA, F16C and BMI2; AVX-512 needs those plus
-// AVX512F/BW/VL/DQ/VNNI (cpuid) and an OS that saves the opmask and ZMM registers (xgetbv).
+// AVX512F/BW/VL/DQ/VNNI (cpuid) and an OS that saves the opmask and ZMM registers (xgetbv); AMX
+// needs the AVX-512 path plus AMX-TILE and AMX-INT8 (cpuid), XCR0's tile bits, and Linux's
+// permission for tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), requested once
+// per process; a refusal makes the path unavailable).
 bool cpu_supports(Isa isa);
 // Whether `isa` runs the AVX2 kernels (its own, or as the fallback of a wider path).
 inline bool runs_avx2_kernels(Isa isa) {
-  return isa == Isa::kAvx2 || isa == Isa::kAvx512;
+  return isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAmx;
 }
 // The ISAs this CPU can run, best last.
 std::vector<Isa> supported_isas();
@@ -35,7 +39,7 @@ Isa select_isa(const char* requested);
 // The ISA the kernels use: set_isa_for_testing's choice, else select_isa(getenv("AUGUR_ISA"))
 // resolved on first use (an invalid value throws on every call until fixed).
 Isa current_isa();
-// Name of the kernel path in use ("scalar", "avx2" or "avx512").
+// Name of the kernel path in use ("scalar", "avx2", "avx512" or "amx").
 std::string_view active_isa();
 
 // Forces a path (throws InvalidArgument when the CPU cannot run it). Not for concurrent use with

@@ -60,9 +60,10 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     void (*rows)(const detail::MatmulArgs&, int64_t, int64_t);
   };
   const Isa isa = current_isa();
-  const Job job{&args, isa == Isa::kAvx512 ? detail::matmul_rows_avx512
-                       : isa == Isa::kAvx2 ? detail::matmul_rows_avx2
-                                           : detail::matmul_rows_scalar};
+  const Job job{&args, isa == Isa::kAmx      ? detail::matmul_rows_amx
+                       : isa == Isa::kAvx512 ? detail::matmul_rows_avx512
+                       : isa == Isa::kAvx2   ? detail::matmul_rows_avx2
+                                             : detail::matmul_rows_scalar};
   // Captures one pointer, so std::function keeps it inline: no allocation per call.
   const Job* job_ptr = &job;
   pool.parallel_for(

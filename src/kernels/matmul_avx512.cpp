@@ -6,7 +6,7 @@
 // activation row) pair keeps the AVX2 kernel's eight float lanes and its one FMA chain in block
 // order (acc = fma(dw * dx, sums, acc)), and the lanes are summed at the end in the same hsum
 // order. The integer lane sums are exact either way (`maddubs` + `madd` there, `vpdpbusd` here).
-// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512), so like
+// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512) (kAvx512 or kAmx), so like
 // matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard").
 // GCC 12 reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4,
 // broadcast_i64x4, cvtepi32_ps, ...) as uninitialized once inlined: a known false positive.

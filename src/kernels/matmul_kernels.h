@@ -1,6 +1,6 @@
 // Internal to kernels/: the per-ISA row kernels behind matmul() and the tiling they share.
-// Included by ISA-specific files (*_avx2.cpp, *_avx512.cpp), so it holds plain data, declarations
-// and templates that those files instantiate with their own file-local types only.
+// Included by ISA-specific files (*_avx2.cpp, *_avx512.cpp, *_amx.cpp), so it holds plain data,
+// declarations and templates that those files instantiate with their own file-local types only.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +29,21 @@ void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Q8_0/Q4_0 in AVX-512 VNNI; every other type goes to matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// Q8_0/Q4_0 in AMX-INT8 tiles when M >= kAmxMinRows; everything else to matmul_rows_avx512.
+void matmul_rows_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The AMX tiles at any M (Q8_0/Q4_0 only): what matmul_rows_amx runs from kAmxMinRows on, callable
+// directly by tests so that every M is checked whatever the dispatch threshold.
+void matmul_rows_amx_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The smallest batch for which matmul_rows_amx runs the AMX tiles: none, on the one AMX CPU
+// measured. One thread, 4096 x 4096 weights, time per matmul, AVX-512 VNNI vs AMX tiles (the 2-core
+// Intel Xeon VM with AMX, 2.6 GHz; docs/kernels.md, "AMX-INT8"):
+//   Q8_0  M = 2: 0.92 vs 4.55 ms, 8: 2.04 vs 4.61, 16: 4.21 vs 5.01, 64: 17.2 vs 19.4,
+//         256: 69.2 vs 79.3, 512: 144 vs 164;  Q4_0  M = 16: 4.58 vs 5.40, 256: 72.2 vs 87.3.
+// The exactness that batch invariance needs costs AMX its advantage: every 4-element lane sum needs
+// its own int32 (K = 4 per tdpbssd, a 1 KB tile store per 256 sums), where the VNNI kernel keeps
+// everything in registers. So kAmx runs the AVX-512 kernels; lower this to use the tiles on a CPU
+// where they win (the tests run them at every M regardless).
+inline constexpr int64_t kAmxMinRows = INT64_MAX;
 
 // For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays
 // in L1 while every tile of activation rows passes over it, and each tile of activation rows stays

@@ -23,6 +23,9 @@ TEST(Isa, SupportedPathsAreTheKnownOnesThisCpuRunsInOrder) {
   EXPECT_EQ(supported_isas(), expected);
   // AVX-512 includes AVX2: its path falls back to the AVX2 kernels.
   EXPECT_TRUE(!cpu_supports(Isa::kAvx512) || cpu_supports(Isa::kAvx2));
+  // AMX includes AVX-512: its path falls back to the AVX-512 kernels.
+  EXPECT_TRUE(!cpu_supports(Isa::kAmx) || cpu_supports(Isa::kAvx512));
+  EXPECT_TRUE(runs_avx2_kernels(Isa::kAmx));
 }
 
 TEST(Isa, NoRequestPicksTheBestSupportedPath) {

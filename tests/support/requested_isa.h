@@ -1,7 +1,8 @@
-// For test runs pinned to one kernel path by AUGUR_ISA (CTest's isa_scalar:, isa_avx2:, isa_avx512:
-// runs, registered on every build machine): a test skips, naming the path, when this CPU cannot
-// run it, rather than failing on its first kernel call or passing without having run. An unknown
-// AUGUR_ISA value is not skipped: the kernels' InvalidArgument fails the test.
+// For test runs pinned to one kernel path by AUGUR_ISA (CTest's isa_scalar:, isa_avx2:,
+// isa_avx512:, isa_amx: runs, registered on every build machine): a test skips, naming the path,
+// when this CPU cannot run it, rather than failing on its first kernel call or passing without
+// having run. An unknown AUGUR_ISA value is not skipped: the kernels' InvalidArgument fails the
+// test.
 #pragma once
 
 #include <gtest/gtest.h>
