@@ -97,16 +97,20 @@ CyclePlan DraftPolicy::choose(std::span<const int> available) {
     const auto [k, rate] = best_block(static_cast<int>(s), cap);
     if (k > 0 && rate > best_rate) best_source = static_cast<int>(s), best_k = k, best_rate = rate;
   }
-  // A source with fewer than a few blocks behind its estimates gets them first: one unlucky
-  // first block must not hide a good drafter for hundreds of cycles.
+  // A source with fewer than a few blocks behind its estimates gets them first, the least tried
+  // one first: one unlucky first block must not hide a good drafter for hundreds of cycles.
+  int trial = kNone;
   for (size_t s = 0; s < names_.size(); ++s) {
-    const int cap = std::min(available[s], k_max_);
-    if (cap > 0 && acceptance_[s].blocks() < kTrialBlocks) {
-      return with_best_rate(
-          plan_for(static_cast<int>(s),
-                   exploring_block(static_cast<int>(s), cap, best_source, best_k), true),
-          best_rate);
+    const long blocks = acceptance_[s].blocks();
+    if (available[s] > 0 && blocks < kTrialBlocks &&
+        (trial == kNone || blocks < acceptance_[static_cast<size_t>(trial)].blocks())) {
+      trial = static_cast<int>(s);
     }
+  }
+  if (trial != kNone) {
+    const int cap = std::min(available[static_cast<size_t>(trial)], k_max_);
+    return with_best_rate(plan_for(trial, exploring_block(trial, cap, best_source, best_k), true),
+                          best_rate);
   }
   // Exploring is paid from a time budget: 2 % of every cycle's time is saved, and an exploring
   // cycle spends the time it lost against the best plan (a drafter that turns out slow, e.g.

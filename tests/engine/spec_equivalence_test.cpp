@@ -88,6 +88,8 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
       // What the CLI checks before it lets a draft model draft (spec/vocab_match.h).
       EXPECT_NO_THROW(spec::check_same_vocabulary(*target, *holder.draft_model)) << kind;
     }
+    const bool is_auto = kind.rfind("auto", 0) == 0;
+    int64_t auto_drafted = 0;
     for (int k : draft_lengths) {
       GenerateOptions spec_opt = opt;
       spec_opt.drafter = holder.drafter.get();
@@ -100,7 +102,13 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
         ++first_diff;
       EXPECT_EQ(r.tokens, ar) << c.name << " " << kind << " k=" << k << ": first difference at "
                               << first_diff;
-      EXPECT_GT(st.drafted, 0) << c.name << " " << kind << " k=" << k << ": the drafter never ran";
+      // The auto policy may rightly stop drafting where nothing pays (it falls back to AR): it
+      // must have drafted over the runs of all k, each fixed drafter in every run.
+      if (!is_auto) {
+        EXPECT_GT(st.drafted, 0) << c.name << " " << kind << " k=" << k
+                                 << ": the drafter never ran";
+      }
+      auto_drafted += st.drafted;
       const auto colon = kind.find(':');
       const std::string label =
           kind.find("model:") != std::string::npos
@@ -112,6 +120,7 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
           c.name.c_str(), label.c_str(), k, static_cast<long long>(st.cycles),
           static_cast<long long>(st.drafted), static_cast<long long>(st.accepted), st.tau());
     }
+    EXPECT_GT(auto_drafted, 0) << c.name << " " << kind << ": the drafter never ran";
   }
 }
 
