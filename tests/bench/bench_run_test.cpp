@@ -33,12 +33,13 @@ double median_of(std::vector<double> v) {
 }
 
 testing::CommandResult run_bench(const std::filesystem::path& dir) {
-  return run_command(q(testing::augur_bin()) + " bench run -m " +
-                     q(testing::models_dir() / "zoo-target-q8_0.gguf") + " -md " +
-                     q(testing::models_dir() / "zoo-draft-f16.gguf") +
-                     " --arms ar,spec:model:3,spec:ngram:3,spec:layerskip:2:2 --prompts " +
-                     q(dir / "prompts.jsonl") + " --n-gen 40 --repeats 5 --warmup 1 -t 2 --out " +
-                     q(dir / "report.json") + " --svg " + q(dir / "svg"));
+  return run_command(
+      q(testing::augur_bin()) + " bench run -m " +
+      q(testing::models_dir() / "zoo-target-q8_0.gguf") + " -md " +
+      q(testing::models_dir() / "zoo-draft-f16.gguf") +
+      " --arms ar,spec:model:3,spec:ngram:3,spec:layerskip:2:2,spec:auto --prompts " +
+      q(dir / "prompts.jsonl") + " --n-gen 40 --repeats 5 --warmup 1 -t 2 --out " +
+      q(dir / "report.json") + " --svg " + q(dir / "svg"));
 }
 
 bool withheld_for(const json& report, const std::string& arm, const std::string& rule) {
@@ -68,7 +69,7 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
   EXPECT_TRUE(check_report(r).empty()) << format_violations(check_report(r));
 
   // Every arm on every prompt in every round, arm order rotating.
-  EXPECT_EQ(r["samples"].size(), 4u * 2u * 6u);
+  EXPECT_EQ(r["samples"].size(), 5u * 2u * 6u);
   std::map<std::string, int> measured;
   std::set<std::string> first;
   std::map<std::string, std::set<int64_t>> arm_bytes;
@@ -81,9 +82,27 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
     EXPECT_GT(s["peak_rss_bytes"].get<int64_t>(), 0);
     arm_bytes[s["arm"].get<std::string>()].insert(s["arm_bytes"].get<int64_t>());
   }
-  EXPECT_EQ(measured.size(), 8u);
+  EXPECT_EQ(measured.size(), 10u);
   for (const auto& [key, n] : measured) EXPECT_EQ(n, 5) << key;
-  EXPECT_EQ(first.size(), 4u) << "arm order does not rotate";
+  EXPECT_EQ(first.size(), 5u) << "arm order does not rotate";
+
+  // The auto arm's samples say what its policy chose, and its counts add up to the sample's.
+  for (const auto& s : r["samples"]) {
+    ASSERT_EQ(s.contains("policy"), s["arm"] == "spec:auto") << s["arm"];
+    if (!s.contains("policy")) continue;
+    int64_t cycles = s["policy"]["ar_steps"].get<int64_t>();
+    for (const auto& [source, n] : s["policy"]["cycles_by_source"].items()) {
+      EXPECT_TRUE(source == "model" || source == "ngram" || source.rfind("layerskip:", 0) == 0)
+          << source;
+      cycles += n.get<int64_t>();
+    }
+    EXPECT_EQ(cycles, s["cycles"].get<int64_t>());
+  }
+  for (const auto& a : r["arms"]) {
+    if (a["name"] == "spec:auto") {
+      EXPECT_EQ(a["sources"], "model+ngram+layerskip");
+    }
+  }
 
   // Memory per arm: constant within an arm; the draft model's arm holds its weights on top.
   for (const auto& [arm, bytes] : arm_bytes) EXPECT_EQ(bytes.size(), 1u) << arm;
@@ -91,6 +110,8 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
       int64_t(std::filesystem::file_size(testing::models_dir() / "zoo-draft-f16.gguf"));
   EXPECT_GE(*arm_bytes["spec:model:3"].begin() - *arm_bytes["ar"].begin(), draft_file);
   EXPECT_GT(*arm_bytes["spec:layerskip:2:2"].begin(), *arm_bytes["ar"].begin());
+  // auto holds the draft model and two layer-skip caches.
+  EXPECT_GT(*arm_bytes["spec:auto"].begin(), *arm_bytes["spec:model:3"].begin());
   EXPECT_EQ(r["config"]["peak_rss_scope"], "sample");
 
   // Reports name files without the machine's absolute paths.
@@ -161,9 +182,20 @@ TEST(BenchArms, ParsesEveryFormAndRejectsBadOnes) {
   EXPECT_EQ(arms[4].layers, 4);
   EXPECT_EQ(arms[4].draft_max, 8);
   EXPECT_NE(arms[2].config_key(), arms[3].config_key());
+  const auto autos = parse_arms("spec:auto,spec:auto:4,spec:auto:ngram+model,spec:auto:ngram:6");
+  ASSERT_EQ(autos.size(), 4u);
+  EXPECT_EQ(autos[0].drafter, "auto");
+  EXPECT_EQ(autos[0].draft_max, 8);
+  EXPECT_EQ(autos[0].auto_sources, "");
+  EXPECT_EQ(autos[1].draft_max, 4);
+  EXPECT_EQ(autos[2].auto_sources, "model+ngram");  // canonical order
+  EXPECT_EQ(autos[3].auto_sources, "ngram");
+  EXPECT_EQ(autos[3].draft_max, 6);
   for (const char* bad :
        {"", "spec", "spec:model", "spec:model:0", "spec:model:33", "spec:model:x",
-        "spec:layerskip:4", "spec:foo:3", "ar:1", "ar,ar", "spec:ngram:4,spec:ngram:4:4"}) {
+        "spec:layerskip:4", "spec:foo:3", "ar:1", "ar,ar", "spec:ngram:4,spec:ngram:4:4",
+        "spec:auto:bogus", "spec:auto:ngram+ngram", "spec:auto:0", "spec:auto:ngram:4:1",
+        "spec:auto,spec:auto:8", "spec:auto:model+ngram,spec:auto:ngram+model"}) {
     EXPECT_THROW(parse_arms(bad), InvalidArgument) << bad;
   }
 }
