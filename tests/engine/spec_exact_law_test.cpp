@@ -170,53 +170,59 @@ class ArgmaxDrafter final : public spec::DraftSource {
   std::vector<int32_t> history_;  // context + proposals so far
 };
 
-// Defect (b): reports for draft i the q row of draft i - 1 (the first keeps its own).
-class ShiftedQDrafter final : public spec::DraftSource {
+// A drafter that passes everything to `inner` and then alters each proposal: the planted
+// drafter defects below.
+class TamperingDrafter : public spec::DraftSource {
  public:
-  explicit ShiftedQDrafter(spec::DraftSource& inner) : inner_(inner) {}
+  explicit TamperingDrafter(spec::DraftSource& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name(); }
   void begin(std::span<const int32_t> prompt) override { inner_.begin(prompt); }
   void reset() override { inner_.reset(); }
   void propose(const spec::DraftRequest& request, spec::Draft& out) override {
     inner_.propose(request, out);
-    if (out.q.empty()) return;
-    for (size_t pos = out.tokens.size(); pos-- > 1;) {
-      std::copy_n(out.q.begin() + static_cast<std::ptrdiff_t>((pos - 1) * kVocab), kVocab,
-                  out.q.begin() + static_cast<std::ptrdiff_t>(pos * kVocab));
-    }
+    if (!out.q.empty()) tamper(out);
   }
   void observe(int n_accepted) override { inner_.observe(n_accepted); }
   int64_t memory_bytes() const override { return inner_.memory_bytes(); }
+
+ protected:
+  virtual void tamper(spec::Draft& out) const = 0;
 
  private:
   spec::DraftSource& inner_;
 };
 
+// Defect (b): reports for draft i the q row of draft i - 1 (the first keeps its own).
+class ShiftedQDrafter final : public TamperingDrafter {
+ public:
+  using TamperingDrafter::TamperingDrafter;
+
+ protected:
+  void tamper(spec::Draft& out) const override {
+    for (size_t pos = out.tokens.size(); pos-- > 1;) {
+      std::copy_n(out.q.begin() + static_cast<std::ptrdiff_t>((pos - 1) * kVocab), kVocab,
+                  out.q.begin() + static_cast<std::ptrdiff_t>(pos * kVocab));
+    }
+  }
+};
+
 // Defect (d): a block cut by the values of tokens already drafted: drafts after the first whose
 // q(d_i) < 0.5 are dropped. Stopping before drafting a token is safe (docs/policy.md); dropping a
 // drafted one because of what it is biases the law, and the check must see it.
-class DropsUnsureDraftsDrafter final : public spec::DraftSource {
+class DropsUnsureDraftsDrafter final : public TamperingDrafter {
  public:
-  explicit DropsUnsureDraftsDrafter(spec::DraftSource& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  void begin(std::span<const int32_t> prompt) override { inner_.begin(prompt); }
-  void reset() override { inner_.reset(); }
-  void propose(const spec::DraftRequest& request, spec::Draft& out) override {
-    inner_.propose(request, out);
-    if (out.q.empty()) return;
+  using TamperingDrafter::TamperingDrafter;
+
+ protected:
+  void tamper(spec::Draft& out) const override {
     for (size_t pos = 1; pos < out.tokens.size(); ++pos) {
       if (out.q[pos * kVocab + static_cast<size_t>(out.tokens[pos])] < 0.5f) {
         out.tokens.resize(pos);
         out.q.resize(pos * kVocab);
-        break;
+        return;
       }
     }
   }
-  void observe(int n_accepted) override { inner_.observe(n_accepted); }
-  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
-
- private:
-  spec::DraftSource& inner_;
 };
 
 // Defect (a): a target whose verify rows 1..k come out as if the loop computed p_i over the
