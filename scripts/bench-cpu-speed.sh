@@ -4,17 +4,20 @@
 # of 512 tokens against the peak FMA rate) and `bench verify-curve` (T_V(M) for M = 1..16 at
 # contexts 256 and 1024, 2 threads; per-token costs of the draft model, layer-skip 2 and 4
 # and n-gram drafting). The Q4_0 model is made with `augur quantize` from the F16
-# one. Reports go to bench/reports/ only after passing the evidence gate. About 10 minutes.
+# one. Then the same for zoo-wide F16 and Q8_0 (memory-bound, scripts/build-zoo-wide.sh), at
+# context 256. Reports go to bench/reports/ only after passing the evidence gate. About 20
+# minutes; `--wide-only` runs only zoo-wide.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/augur
 shared=${AUGUR_SHARED_DIR:-../shared}
 out=bench/reports
 q4_0=build/zoo-target-q4_0.gguf
-[ -f "$q4_0" ] || "$bin" quantize "$shared/models/zoo-target-f16.gguf" "$q4_0" Q4_0
+[ "${1:-}" = --wide-only ] || [ -f "$q4_0" ] || "$bin" quantize "$shared/models/zoo-target-f16.gguf" "$q4_0" Q4_0
 
-for spec in "f16:$shared/models/zoo-target-f16.gguf" "q8_0:models/zoo-target-q8_0.gguf" \
-  "q4_0:$q4_0"; do
+targets=("f16:$shared/models/zoo-target-f16.gguf" "q8_0:models/zoo-target-q8_0.gguf" "q4_0:$q4_0")
+[ "${1:-}" = --wide-only ] && targets=()
+for spec in "${targets[@]}"; do
   name=${spec%%:*}
   model=${spec#*:}
   "$bin" bench roofline -m "$model" --threads 1,2 --prefill 512 \
@@ -22,4 +25,14 @@ for spec in "f16:$shared/models/zoo-target-f16.gguf" "q8_0:models/zoo-target-q8_
   "$bin" bench verify-curve -m "$model" -md models/zoo-draft-f16.gguf --layerskip 2,4 \
     --ctx 256,1024 -t 2 \
     --out "$out/zoo-$name-verify-curve.json" --svg "$out/zoo-$name-verify-curve"
+done
+
+scripts/build-zoo-wide.sh >/dev/null
+for name in f16 q8_0; do
+  model=build/models/zoo-wide-$name.gguf
+  "$bin" bench roofline -m "$model" --threads 1,2 --prefill 512 \
+    --out "$out/zoo-wide-$name-roofline.json"
+  "$bin" bench verify-curve -m "$model" -md models/zoo-draft-f16.gguf --layerskip 2,4 \
+    --ctx 256 -t 2 \
+    --out "$out/zoo-wide-$name-verify-curve.json" --svg "$out/zoo-wide-$name-verify-curve"
 done
