@@ -1,5 +1,6 @@
 // Test helper: reads the shared tokenizer fixtures (FIXTURES.md section 9) and opens
-// tokenizers from /work/shared, caching each so a test binary loads every vocabulary once.
+// tokenizers from the shared data directory (../shared), caching each so a test binary loads every
+// vocabulary once.
 #pragma once
 
 #include <fstream>
@@ -61,7 +62,7 @@ inline std::filesystem::path vocab_path(std::string_view name) {
          ("ggml-vocab-" + std::string(name) + ".gguf");
 }
 
-// Loads (once per process) the tokenizer of a GGUF under /work/shared.
+// Loads (once per process) the tokenizer of a GGUF under the shared data directory.
 inline const Tokenizer& shared_tokenizer(const std::filesystem::path& path) {
   static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
   auto& slot = cache[path.string()];
