@@ -11,6 +11,10 @@
 
 namespace augur::kernels {
 
+IntegerOrder integer_order(Isa isa) {
+  return isa == Isa::kAmx ? IntegerOrder::kBlockSums : IntegerOrder::kLaneSums;
+}
+
 void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, ThreadPool& pool) {
   if (!tensor::has_decoder(w.type)) {
     throw Unsupported(fmt::format("matmul: weight type {} has no kernel", gguf::type_name(w.type)));

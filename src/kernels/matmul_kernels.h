@@ -29,21 +29,21 @@ void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Q8_0/Q4_0 in AVX-512 VNNI; every other type goes to matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AMX-INT8 tiles when M >= kAmxMinRows; everything else to matmul_rows_avx512.
+// Two orders for Q8_0/Q4_0 weights times Q8_0 activations. Both take exact int32 sums of code
+// products and differ only in where they become floats:
+// - lane sums (scalar, avx2, avx512): per (weight row, activation row), eight float lanes, lane j
+//   adding fma(dw * dx, sum of elements 4j..4j+3, lane j) block by block, summed at the end; ggml's
+//   x86 AVX2 vec_dot_q8_0_q8_0 operation for operation (what llama.cpp runs on the fixtures' CPU);
+// - block sums (amx): one float chain adding fma(float(sum of the block's 32 products), dw * dx,
+//   acc) block by block; ggml's reference vec_dot_q8_0_q8_0 / q4_0_q8_0 (with contraction) and its
+//   AMX kernels. One int32 per block is what lets AMX tiles do the products: lane sums would need
+//   eight tile products and stores per block (docs/kernels.md, "The AMX-INT8 path").
+// Each order is batch-invariant on its own; the two differ in the last bits.
+// Q8_0/Q4_0 in AMX-INT8 tiles, block sums, at every M; everything else to matmul_rows_avx512.
 void matmul_rows_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// The AMX tiles at any M (Q8_0/Q4_0 only): what matmul_rows_amx runs from kAmxMinRows on, callable
-// directly by tests so that every M is checked whatever the dispatch threshold.
-void matmul_rows_amx_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// The smallest batch for which matmul_rows_amx runs the AMX tiles: none, on the one AMX CPU
-// measured. One thread, 4096 x 4096 weights, time per matmul, AVX-512 VNNI vs AMX tiles (the 2-core
-// Intel Xeon VM with AMX, 2.6 GHz; docs/kernels.md, "AMX-INT8"):
-//   Q8_0  M = 2: 0.92 vs 4.55 ms, 8: 2.04 vs 4.61, 16: 4.21 vs 5.01, 64: 17.2 vs 19.4,
-//         256: 69.2 vs 79.3, 512: 144 vs 164;  Q4_0  M = 16: 4.58 vs 5.40, 256: 72.2 vs 87.3.
-// The exactness that batch invariance needs costs AMX its advantage: every 4-element lane sum needs
-// its own int32 (K = 4 per tdpbssd, a 1 KB tile store per 256 sums), where the VNNI kernel keeps
-// everything in registers. So kAmx runs the AVX-512 kernels; lower this to use the tiles on a CPU
-// where they win (the tests run them at every M regardless).
-inline constexpr int64_t kAmxMinRows = INT64_MAX;
+// The block-sum order in portable code (Q8_0/Q4_0 only): the definition the amx path is tested
+// against bit for bit.
+void matmul_rows_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays
 // in L1 while every tile of activation rows passes over it, and each tile of activation rows stays

@@ -1,8 +1,8 @@
-// The AMX-INT8 tiles (matmul_amx.cpp) called directly, whatever M the dispatcher hands them
-// (kAmxMinRows): bit-identical to the scalar kernel for Q8_0 and Q4_0 at M = 1..40, 64, 100, row
-// counts that leave partial 16-row tiles, odd block counts and split row ranges; and batch
-// invariant, a row's output not depending on M. Skipped, saying so, on a CPU without AMX-INT8 (or
-// whose OS refused the tile-data permission).
+// The AMX-INT8 path (matmul_amx.cpp): bit-identical to the portable block-sum kernel
+// (matmul_rows_block_sums) for Q8_0 and Q4_0 at M = 1..40, 64, 100, row counts that leave partial
+// 16-row tiles, odd block counts and split row ranges; batch invariant, a row's output not
+// depending on M; and within a small bound of the lane-sum order the other paths run. Skipped,
+// saying so, on a CPU without AMX-INT8 (or whose OS refused the tile-data permission).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,7 +86,7 @@ std::vector<int64_t> batch_sizes() {
   return ms;
 }
 
-TEST(MatmulAmx, TilesAgreeBitwiseWithScalarAtEveryBatchSize) {
+TEST(MatmulAmx, TilesAgreeBitwiseWithPortableBlockSumsAtEveryBatchSize) {
   AUGUR_SKIP_WITHOUT_AMX();
   uint32_t seed = 1;
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
@@ -95,11 +95,11 @@ TEST(MatmulAmx, TilesAgreeBitwiseWithScalarAtEveryBatchSize) {
         const auto w = random_weights(type, rows, cols, seed++);
         for (int64_t M : batch_sizes()) {
           const auto x = random_activations(M, cols, seed++);
-          const auto want = run(detail::matmul_rows_scalar, type, w, rows, cols, x, M, {});
+          const auto want = run(detail::matmul_rows_block_sums, type, w, rows, cols, x, M, {});
           // Whole, and split at an odd row (a partial tile in the middle of the range).
           for (const std::vector<int64_t>& splits :
                {std::vector<int64_t>{}, std::vector<int64_t>{rows / 3}}) {
-            const auto got = run(detail::matmul_rows_amx_tiles, type, w, rows, cols, x, M, splits);
+            const auto got = run(detail::matmul_rows_amx, type, w, rows, cols, x, M, splits);
             ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
                 << gguf::type_name(type) << " cols " << cols << " rows " << rows << " M " << M
                 << " splits " << splits.size();
@@ -126,10 +126,10 @@ TEST(MatmulAmx, TilesAreBatchInvariant) {
       one.codes.assign(all.codes.begin() + m * cols, all.codes.begin() + (m + 1) * cols);
       one.scales.assign(all.scales.begin() + m * cols / 32,
                         all.scales.begin() + (m + 1) * cols / 32);
-      alone.push_back(run(detail::matmul_rows_amx_tiles, type, w, rows, cols, one, 1, {}));
+      alone.push_back(run(detail::matmul_rows_amx, type, w, rows, cols, one, 1, {}));
     }
     for (int64_t M : batch_sizes()) {
-      const auto y = run(detail::matmul_rows_amx_tiles, type, w, rows, cols, all, M, {});
+      const auto y = run(detail::matmul_rows_amx, type, w, rows, cols, all, M, {});
       for (int64_t m = 0; m < M; ++m) {
         ASSERT_EQ(std::memcmp(alone[m].data(), y.data() + m * rows, rows * 4), 0)
             << gguf::type_name(type) << " row " << m << " of M " << M;
@@ -138,20 +138,60 @@ TEST(MatmulAmx, TilesAreBatchInvariant) {
   }
 }
 
-// The amx path (as the dispatcher runs it) answers like the scalar path for every type it covers,
-// through matmul_rows_amx: the AVX-512 fallback included.
-TEST(MatmulAmx, DispatchedPathAgreesBitwiseWithScalar) {
+// sum over elements of |w x| (decoded weights times decoded activation codes), per output.
+std::vector<double> magnitudes(TensorType type, const std::vector<uint8_t>& w, int64_t rows,
+                               int64_t cols, const Activations& x, int64_t M) {
+  std::vector<float> row(cols);
+  std::vector<double> out(static_cast<size_t>(M * rows));
+  const size_t pitch = gguf::row_bytes(type, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    tensor::dequantize_row(type, w.data() + r * pitch, row.data(), cols);
+    for (int64_t m = 0; m < M; ++m) {
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        sum += std::fabs(double(row[c]) * x.codes[m * cols + c] * x.scales[(m * cols + c) / 32]);
+      }
+      out[m * rows + r] = sum;
+    }
+  }
+  return out;
+}
+
+// The two orders sum the same exact block products and differ only by float rounding: each order
+// is within (blocks + 2) units of 2^-24 of the sum of |w x| (one rounding per product of scales,
+// one per chain step). A planted defect in one weight row (in the lane-sum run) must break that
+// bound, so the bound is tight enough to see a real defect.
+TEST(MatmulAmx, BlockSumsStayWithinRoundingOfLaneSums) {
   AUGUR_SKIP_WITHOUT_AMX();
   uint32_t seed = 900;
   for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
-    const int64_t cols = 320, rows = 23;
+    const int64_t cols = 4096, rows = 23, blocks = cols / 32;
     const auto w = random_weights(type, rows, cols, seed++);
+    // The defect: row 5 with every block scale negated.
+    auto planted = w;
+    for (int64_t s = 0; s < blocks; ++s) {
+      planted[gguf::row_bytes(type, cols) * 5 + s * gguf::traits(type).block_bytes + 1] ^= 0x80;
+    }
     for (int64_t M : {1, 2, 5, 16, 17, 64}) {
       const auto x = random_activations(M, cols, seed++);
-      const auto want = run(detail::matmul_rows_scalar, type, w, rows, cols, x, M, {});
-      const auto got = run(detail::matmul_rows_amx, type, w, rows, cols, x, M, {});
-      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
-          << gguf::type_name(type) << " M " << M;
+      const auto lanes = run(detail::matmul_rows_scalar, type, w, rows, cols, x, M, {});
+      const auto sums = run(detail::matmul_rows_amx, type, w, rows, cols, x, M, {});
+      const auto defect = run(detail::matmul_rows_scalar, type, planted, rows, cols, x, M, {});
+      const auto magnitude = magnitudes(type, w, rows, cols, x, M);
+      size_t differing = 0, caught = 0;
+      for (size_t i = 0; i < lanes.size(); ++i) {
+        const double bound = 2.0 * (blocks + 2) * std::ldexp(1.0, -24) * magnitude[i];
+        differing += lanes[i] != sums[i];
+        ASSERT_LE(std::fabs(double(lanes[i]) - sums[i]), bound)
+            << gguf::type_name(type) << " M " << M << " element " << i;
+        caught += std::fabs(double(defect[i]) - sums[i]) > bound;
+      }
+      // The orders really differ (else the bound was checked on identical numbers), and the
+      // planted defect shows in row 5 of every activation row, and nowhere else.
+      if (M >= 16) {
+        EXPECT_GT(differing, 0u) << gguf::type_name(type) << " M " << M;
+      }
+      EXPECT_EQ(caught, static_cast<size_t>(M)) << gguf::type_name(type) << " M " << M;
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/matmul_kernels.h"
 #include "kernels/quantize_activations.h"
 #include "tensor/matrix.h"
 #include "tensor/quantize.h"
@@ -225,10 +226,11 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
   }
 }
 
-// Every path's integer kernels (AVX2, AVX-512 VNNI) do the scalar path's float operations in the
-// same order: bitwise equal for M = 1..16, 33, 100 (one tile, several tiles, a partial tile),
-// odd and even block counts, row counts that leave partial row blocks and unpaired rows, and any
-// thread split.
+// Every path's integer kernels do the float operations of the portable kernel of their order in
+// the same order (lane sums: AVX2, AVX-512 VNNI against the scalar path; block sums: AMX against
+// matmul_rows_block_sums): bitwise equal for M = 1..16, 33, 100 (one tile, several tiles, a
+// partial tile), odd and even block counts, row counts that leave partial row blocks and unpaired
+// rows, and any thread split.
 TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
   if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
@@ -246,13 +248,24 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
           std::vector<float> scalar(static_cast<size_t>(M * rows));
           set_isa_for_testing(Isa::kScalar);
           matmul(w.matrix, x.data(), M, scalar.data(), pools[0]);
+          // The block-sum order's portable kernel on the same Q8_0 activations.
+          std::vector<int8_t> codes(static_cast<size_t>(M * cols));
+          std::vector<float> scales(static_cast<size_t>(M * cols / 32));
+          quantize_rows_q8_0(x.data(), M, cols, codes.data(), scales.data());
+          std::vector<float> blocks(scalar.size());
+          detail::MatmulArgs args{type, w.matrix.data, w.matrix.row_bytes, rows, cols, x.data(),
+                                  M,    blocks.data()};
+          args.xq = codes.data();
+          args.xd = scales.data();
+          detail::matmul_rows_block_sums(args, 0, rows);
           for (Isa isa : supported_isas()) {
             if (isa == Isa::kScalar) continue;
             set_isa_for_testing(isa);
+            const auto& want = integer_order(isa) == IntegerOrder::kBlockSums ? blocks : scalar;
             for (auto& pool : pools) {
               std::vector<float> y(scalar.size(), NAN);
               matmul(w.matrix, x.data(), M, y.data(), pool);
-              ASSERT_EQ(std::memcmp(scalar.data(), y.data(), y.size() * 4), 0)
+              ASSERT_EQ(std::memcmp(want.data(), y.data(), y.size() * 4), 0)
                   << gguf::type_name(type) << " " << isa_name(isa) << " cols " << cols << " rows "
                   << rows << " M " << M << " threads " << pool.size();
             }

@@ -20,6 +20,10 @@
 // after it. Free-running greedy must match up to the first step whose margin is below 2 x that
 // step's measured deviation (logits_atol, or more on a row so explained). A planted one-step
 // change of one weight must fail that check (PlantedWeightDefectIsNotExplainedAsARounding).
+// On a path that sums Q8_0/Q4_0 products per block (kernels::IntegerOrder::kBlockSums, the amx
+// path) instead of in the reference's eight lanes, rows are held exact up to the first departure,
+// which must be a near-tie, and within logits_atol_f32_engine after it; greedy must match up to
+// (not including) the first near-tie step.
 //
 // Measured on 2026-12-03 (rows within 1e-3 with no flip, max |augur - llama.cpp|, flips needed,
 // greedy tokens matching of 48 per prompt):
@@ -41,6 +45,7 @@
 
 #include "common/error.h"
 #include "gguf/file.h"
+#include "kernels/matmul.h"
 #include "kernels/quantize_activations.h"
 #include "support/gguf_rewrite.h"
 #include "support/model_session.h"
@@ -61,6 +66,7 @@ struct Fixture {
   std::string unsupported;        // why augur cannot load it (empty when it can)
   bool upcast = false;            // compare against the .upcast. references
   bool llama_arithmetic = false;  // Q8_0/Q4_0: llama.cpp's integer products on Q8_0 activations
+  bool block_sums = false;        // ... summed per block on this path, not in the reference order
   float atol = 0;                 // tolerance against the chosen reference
   std::vector<float> logits, greedy_logits;  // chosen reference [rows, n_vocab]
   nlohmann::json greedy;                     // chosen reference greedy tokens + margins per prompt
@@ -80,6 +86,8 @@ struct Fixture {
     for (const auto& t : file->tensors()) {
       llama_arithmetic |= t.ne.size() >= 2 && kernels::uses_q8_activations(t.type);
     }
+    block_sums = llama_arithmetic && kernels::integer_order(kernels::current_isa()) ==
+                                         kernels::IntegerOrder::kBlockSums;
     upcast = ref.contains("f32_upcast_comparison") && !llama_arithmetic;
     if (upcast) {
       const auto& up = ref["f32_upcast_comparison"]["upcast_reference"];
@@ -179,7 +187,18 @@ void expect_rows_match(const Fixture& fx, const std::vector<testing::ForwardPass
   }
   ModelSession s(fx.gguf());
   const auto e = testing::explain_departures(s, passes, fx.atol);
-  EXPECT_EQ(e.unexplained, "") << fx.name << " " << what;
+  if (fx.block_sums) {
+    // The block-sum order adds each dot product otherwise than llama.cpp's reference did, so ties
+    // settle differently more often, and once one has, a later row can need two at once. Held:
+    // exact up to the first departure, which must be a near-tie; every row within the bound for
+    // an engine that does not share llama.cpp's arithmetic.
+    EXPECT_TRUE(e.unexplained.empty() || !e.repairs.empty())
+        << fx.name << " " << what << ": first departure " << e.unexplained;
+    EXPECT_LE(worst, fx.ref["recommended_tolerance"]["logits_atol_f32_engine"].get<float>())
+        << fx.name << " " << what;
+  } else {
+    EXPECT_EQ(e.unexplained, "") << fx.name << " " << what;
+  }
   std::printf("[fixture] %s %s: %td/%zu rows within %g, max %g; near-tie flips:%s\n",
               fx.name.c_str(), what.c_str(), within, deviations.size(), fx.atol, worst,
               describe(e).c_str());
@@ -233,7 +252,8 @@ TEST_P(FixtureTest, FreeRunningGreedyMatchesUpToFirstNearTie) {
     size_t must_match = expected.size();
     for (size_t k = 0; k < margins.size(); ++k) {
       if (margins[k] < 2 * tolerance[k]) {
-        must_match = k + 1;
+        // Block sums are not llama.cpp's reference order: its near-tie step may go either way.
+        must_match = fx.block_sums ? k : k + 1;
         break;
       }
     }
