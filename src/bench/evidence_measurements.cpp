@@ -157,7 +157,8 @@ namespace {
 // A roofline point's prefill figures (present when config.prefill_tokens > 0): the medians follow
 // from their samples (and prefill_tok_s.median), prefill_gflop_s = prefill_flops /
 // prefill_tokens x prefill_tok_s_median / 1e9, prefill_peak_fraction = prefill_gflop_s /
-// peak_gflop_s.
+// peak_gflop_s; and where present, peak_int8_gop_s is the median of its samples and
+// prefill_int8_fraction = prefill_gflop_s / peak_int8_gop_s.
 void check_roofline_prefill(const json& point, const std::string& where, int64_t prefill_tokens,
                             std::optional<int64_t> prefill_flops, SchemaReader& schema) {
   const auto tok_s = schema.number(point, "prefill_tok_s_median", where, Bound::kPositive);
@@ -193,6 +194,21 @@ void check_roofline_prefill(const json& point, const std::string& where, int64_t
     schema.defect(
         fmt::format("{}: prefill_peak_fraction {} is not prefill_gflop_s / peak_gflop_s = {}",
                     where, *fraction, *gflop_s / *peak));
+  }
+  // The int8 peak (integer-weight models on a path with VNNI): the same two rules.
+  if (!point.contains("peak_int8_gop_s") && !point.contains("prefill_int8_fraction")) return;
+  const auto int8 = schema.number(point, "peak_int8_gop_s", where, Bound::kPositive);
+  const auto int8_fraction = schema.number(point, "prefill_int8_fraction", where, Bound::kPositive);
+  const auto int8_samples = schema.samples(point, "samples_peak_int8_gop_s", where);
+  if (int8 && int8_samples && !close(*int8, median(*int8_samples))) {
+    schema.defect(
+        fmt::format("{}: peak_int8_gop_s {} is not the median of samples_peak_int8_gop_s = {}",
+                    where, *int8, median(*int8_samples)));
+  }
+  if (gflop_s && int8 && int8_fraction && !close(*int8_fraction, *gflop_s / *int8)) {
+    schema.defect(
+        fmt::format("{}: prefill_int8_fraction {} is not prefill_gflop_s / peak_int8_gop_s = {}",
+                    where, *int8_fraction, *gflop_s / *int8));
   }
 }
 

@@ -22,6 +22,8 @@
 #include "engine/generator.h"
 #include "gguf/types.h"
 #include "kernels/peak_flops.h"
+#include "kernels/peak_int8.h"
+#include "kernels/quantize_activations.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "sampling/rng.h"
@@ -327,6 +329,15 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
   // during decoding.
   std::vector<BandwidthResult> bandwidth;
   std::map<int, std::vector<double>> peak_gflop_s;  // threads -> samples
+  // Integer weights (Q8_0/Q4_0 products on int8 activations) are also held to the int8 peak
+  // where the path has VNNI.
+  bool integer_weights = false;
+  for (const auto& t : model->file().tensors()) {
+    integer_weights |= t.ne.size() == 2 && kernels::uses_q8_activations(t.type);
+  }
+  const bool int8_peak =
+      prefill && integer_weights && kernels::has_int8_peak(kernels::current_isa());
+  std::map<int, std::vector<double>> peak_int8_gop_s;  // threads -> samples
   {
     std::vector<float> dram(static_cast<size_t>(dram_bytes) / sizeof(float), 1.0f);
     std::vector<float> cached;
@@ -346,6 +357,10 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
         peak_gflop_s[t] =
             kernels::measure_peak_gflop_s(pool, config.peak_repeats, config.peak_fmas_per_thread);
         tick(fmt::format("peak FMA t{}", t));
+        if (int8_peak) {
+          peak_int8_gop_s[t] = kernels::measure_peak_int8_gop_s(pool, config.peak_repeats,
+                                                                config.peak_fmas_per_thread);
+        }
       }
     }
   }
@@ -413,6 +428,12 @@ json run_roofline(const RooflineConfig& config, const RooflineProgress& progress
       point["peak_gflop_s"] = peak;
       point["samples_peak_gflop_s"] = peak_gflop_s[t];
       point["prefill_peak_fraction"] = gflop_s / peak;
+      if (int8_peak) {
+        const double int8 = median(peak_int8_gop_s[t]);
+        point["peak_int8_gop_s"] = int8;
+        point["samples_peak_int8_gop_s"] = peak_int8_gop_s[t];
+        point["prefill_int8_fraction"] = gflop_s / int8;
+      }
     }
     report["points"].push_back(point);
   }

@@ -40,11 +40,14 @@ using gguf::TensorType;
 
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
 
+// Up to this many activation rows run vnni_tile instead of the tiles.
+constexpr int kVnniMaxTm = 2;
 // Activation rows per tile (the 16 dword columns of C) and weight rows per tile (C's 16 rows).
 constexpr int kTileM = 16;
 constexpr int kTileRows = 16;
-// Blocks per group: their four C tiles are stored before the float pass over them.
-constexpr int kGroup = 4;
+// Blocks per group: their C tiles are stored before the float pass over them (4 was 10 % slower
+// from DRAM).
+constexpr int kGroup = 2;
 // How far ahead of the tiles the weight rows are prefetched.
 constexpr int kPrefetchBytes = 272;
 
@@ -57,7 +60,7 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-// Tiles 0-3 hold C (one per block of a group), 4-5 A and 6-7 B (alternating between blocks).
+// Tiles 0-3 hold C (two per half of the double buffer), 4-5 A and 6-7 B (alternating blocks).
 // `loaded` caches the row count this thread's tiles are configured for (-1 after _tile_release).
 void configure_tiles(int nr, int& loaded) {
   if (nr == loaded) return;
@@ -111,7 +114,7 @@ Scratch& scratch() {
   return *s;
 }
 
-// xp / dxp for every activation row, zero past M (those columns of C are never read).
+// xsum for every activation row; xp / dxp for the tiles of more than kVnniMaxTm rows.
 void pack_activations(const MatmulArgs& a, Scratch& sc) {
   const int64_t blocks = a.cols / 32, tiles = (a.M + kTileM - 1) / kTileM;
   const auto need = static_cast<size_t>(tiles * blocks);
@@ -137,37 +140,25 @@ void pack_activations(const MatmulArgs& a, Scratch& sc) {
     half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0xB1));
     sc.xsum[i] = _mm_cvtsi128_si32(half);
   }
-  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i m_index = _mm512_mullo_epi32(iota, _mm512_set1_epi32(static_cast<int>(a.cols)));
-  const __m512i d_index = _mm512_mullo_epi32(iota, _mm512_set1_epi32(static_cast<int>(blocks)));
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t m0 = t * kTileM;
     const int tm = static_cast<int>(a.M - m0 < kTileM ? a.M - m0 : kTileM);
-    const __mmask16 live = static_cast<__mmask16>((1u << tm) - 1);
-    const int8_t* xq = a.xq + m0 * a.cols;
-    const float* xd = a.xd + m0 * blocks;
+    if (tm <= kVnniMaxTm) continue;  // vnni_tile reads the codes in place
     int32_t* xp = sc.xp + t * blocks * 8 * kTileM;
     float* dxp = sc.dxp + t * blocks * kTileM;
-    for (int64_t s = 0; s < blocks; ++s) {
-      if (tm == 1) {
-        // Decode: one activation row, a plain spread of its dwords.
-        const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * s));
-        alignas(32) int32_t words[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(words), codes);
+    // Scales of absent rows are zero, so their columns of C (whatever B held there) add nothing.
+    for (int64_t s = 0; s < blocks; ++s) _mm512_storeu_ps(dxp + s * kTileM, _mm512_setzero_ps());
+    for (int m = 0; m < tm; ++m) {
+      const int8_t* xq = a.xq + (m0 + m) * a.cols;
+      const float* xd = a.xd + (m0 + m) * blocks;
+      for (int64_t s = 0; s < blocks; ++s) {
         for (int j = 0; j < 8; ++j) {
-          _mm512_storeu_si512(xp + (s * 8 + j) * kTileM,
-                              _mm512_maskz_mov_epi32(1, _mm512_set1_epi32(words[j])));
+          int32_t word;
+          __builtin_memcpy(&word, xq + 32 * s + 4 * j, 4);
+          xp[(s * 8 + j) * kTileM + m] = word;
         }
-        _mm512_storeu_ps(dxp + s * kTileM, _mm512_maskz_mov_ps(1, _mm512_set1_ps(xd[s])));
-        continue;
+        dxp[s * kTileM + m] = xd[s];
       }
-      for (int j = 0; j < 8; ++j) {
-        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, m_index,
-                                                      xq + 32 * s + 4 * j, 1);
-        _mm512_storeu_si512(xp + (s * 8 + j) * kTileM, v);
-      }
-      _mm512_storeu_ps(dxp + s * kTileM,
-                       _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, d_index, xd + s, 4));
     }
   }
 }
@@ -241,7 +232,8 @@ template <class C>
 AUGUR_ALWAYS_INLINE void tile_products(const MatmulArgs& a, const uint8_t* w0, int nr,
                                        const int32_t* xp, int64_t s0, int nb,
                                        int8_t (*codes)[kTileRows][32],
-                                       int32_t (*c)[kTileRows][kTileM], float (*dw)[kTileRows]) {
+                                       int32_t (*c)[kTileRows][kTileM], float (*dw)[kTileRows],
+                                       int half) {
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
   const __m512i pitch =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -250,10 +242,16 @@ AUGUR_ALWAYS_INLINE void tile_products(const MatmulArgs& a, const uint8_t* w0, i
   size_t stride[kGroup];
   for (int b = 0; b < nb; ++b) q[b] = C::codes(w0, a.row_bytes, s0 + b, nr, codes[b], &stride[b]);
   const auto xb = [&](int b) { return xp + (s0 + b) * 8 * kTileM; };
-  AUGUR_BLOCK_PRODUCT(0, 4, 6, q[0], stride[0], xb(0), c[0][0]);
-  if (nb > 1) AUGUR_BLOCK_PRODUCT(1, 5, 7, q[1], stride[1], xb(1), c[1][0]);
-  if (nb > 2) AUGUR_BLOCK_PRODUCT(2, 4, 6, q[2], stride[2], xb(2), c[2][0]);
-  if (nb > 3) AUGUR_BLOCK_PRODUCT(3, 5, 7, q[3], stride[3], xb(3), c[3][0]);
+  static_assert(kGroup == 2);
+  // The halves of the double buffer use C tiles 0-1 and 2-3, so one group's products need not
+  // wait for the float pass to have read the other's.
+  if (half == 0) {
+    AUGUR_BLOCK_PRODUCT(0, 4, 6, q[0], stride[0], xb(0), c[0][0]);
+    if (nb > 1) AUGUR_BLOCK_PRODUCT(1, 5, 7, q[1], stride[1], xb(1), c[1][0]);
+  } else {
+    AUGUR_BLOCK_PRODUCT(2, 4, 6, q[0], stride[0], xb(0), c[0][0]);
+    if (nb > 1) AUGUR_BLOCK_PRODUCT(3, 5, 7, q[1], stride[1], xb(1), c[1][0]);
+  }
   for (int b = 0; b < nb; ++b) {
     // The rows' fp16 scales (with the two bytes after them, unused), widened to floats.
     const __m512i halves = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, pitch,
@@ -291,12 +289,12 @@ void amx_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0,
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
   int half = 0;
-  tile_products<C>(a, w0, nr, xp, 0, group(0), sc.codes[0], sc.c[0], sc.dw[0]);
+  tile_products<C>(a, w0, nr, xp, 0, group(0), sc.codes[0], sc.c[0], sc.dw[0], 0);
   for (int64_t s0 = 0; s0 < blocks; s0 += kGroup) {
     if (s0 + kGroup < blocks) {
       prefetch_rows<C>(a, w0, nr, s0 + kGroup);
       tile_products<C>(a, w0, nr, xp, s0 + kGroup, group(s0 + kGroup), sc.codes[1 - half],
-                       sc.c[1 - half], sc.dw[1 - half]);
+                       sc.c[1 - half], sc.dw[1 - half], 1 - half);
     }
     const int nb = group(s0);
     for (int b = 0; b < nb; ++b) {
@@ -399,6 +397,7 @@ void run_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   for_each_tile(
       a, row_begin, row_end, kTileM, [](int) { return kTileRows; },
       [&](int tm, int64_t row, int nr, int64_t m0) {
+        static_assert(kVnniMaxTm == 2);
         if (tm == 1) return vnni_tile<C, 1>(a, sc, row, nr, m0);
         if (tm == 2) return vnni_tile<C, 2>(a, sc, row, nr, m0);
         amx_tile<C>(a, sc, row, nr, m0, tm);

@@ -231,6 +231,49 @@ TEST(EvidenceGate, PrefillPeakFractionNotGflopsOverPeakIsSchema) {
   EXPECT_THAT(text, HasSubstr("is not prefill_gflop_s / peak_gflop_s"));
 }
 
+// The int8 peak of an integer-weight model on a VNNI path: consistent figures pass; a median
+// that is not its samples' median, a fraction that does not follow, or one of the pair alone is
+// schema.
+void set_int8_peak(json& point, const std::vector<double>& samples) {
+  point["samples_peak_int8_gop_s"] = samples;
+  point["peak_int8_gop_s"] = median(samples);
+  point["prefill_int8_fraction"] =
+      point["prefill_gflop_s"].get<double>() / point["peak_int8_gop_s"].get<double>();
+}
+
+TEST(EvidenceGate, Int8PeakThatFollowsFromItsSamplesPasses) {
+  json report = valid_roofline_report();
+  for (json& point : report["points"]) set_int8_peak(point, {700.0, 720.0, 710.0});
+  expect_clean(report);
+}
+
+TEST(EvidenceGate, Int8PeakNotTheMedianOfItsSamplesIsSchema) {
+  json report = valid_roofline_report();
+  json& point = roofline_point(report);
+  set_int8_peak(point, {700.0, 720.0, 710.0});
+  point["peak_int8_gop_s"] = 720.0;
+  point["prefill_int8_fraction"] = point["prefill_gflop_s"].get<double>() / 720.0;
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"),
+              HasSubstr("peak_int8_gop_s 720 is not the median of samples_peak_int8_gop_s"));
+}
+
+TEST(EvidenceGate, Int8FractionNotGflopsOverInt8PeakIsSchema) {
+  json report = valid_roofline_report();
+  json& point = roofline_point(report);
+  set_int8_peak(point, {700.0, 720.0, 710.0});
+  point["prefill_int8_fraction"] = 2 * point["prefill_int8_fraction"].get<double>();
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"),
+              HasSubstr("is not prefill_gflop_s / peak_int8_gop_s"));
+}
+
+TEST(EvidenceGate, Int8FractionWithoutItsPeakIsSchema) {
+  json report = valid_roofline_report();
+  json& point = roofline_point(report);
+  set_int8_peak(point, {700.0, 720.0, 710.0});
+  point.erase("peak_int8_gop_s");
+  EXPECT_THAT(expect_only_rule(report, "SCHEMA"), HasSubstr("missing 'peak_int8_gop_s'"));
+}
+
 TEST(EvidenceGate, PrefillAbovePeakIsReportedAsIs) {
   // A fraction over 1 means the peak was measured badly (a loaded machine), not a broken report.
   json report = valid_roofline_report();
