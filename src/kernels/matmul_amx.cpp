@@ -42,6 +42,9 @@ using gguf::TensorType;
 
 // Up to this many activation rows run vnni_tile instead of the tiles.
 constexpr int kVnniMaxTm = 2;
+// Up to this many activation rows, 32 weight rows share each tile of activations (pair_tile), so
+// that the float pass uses all 16 lanes of its registers.
+constexpr int kPairTm = 8;
 // Activation rows per tile (the 16 dword columns of C) and weight rows per tile (C's 16 rows).
 constexpr int kTileM = 16;
 constexpr int kTileRows = 16;
@@ -84,6 +87,29 @@ void configure_tiles(int nr, int& loaded) {
   loaded = nr;
 }
 
+// For pair_tile: C tiles 0 and 2 take weight rows 0-15 (nr0 of them), 1 and 3 rows 16-31 (nr1),
+// each 8 activation rows wide; A tile 4 rows 0-15, 5 rows 16-31; B tiles 6-7 hold 8 activation
+// rows. Cached in `loaded` under a key no 16-row configuration uses.
+void configure_pair_tiles(int nr0, int nr1, int& loaded) {
+  const int key = 1000 + 32 * nr0 + nr1;
+  if (key == loaded) return;
+  TileConfig config{};
+  config.palette_id = 1;
+  for (int t = 0; t < 4; ++t) {
+    config.rows[t] = static_cast<uint8_t>(t % 2 == 0 ? nr0 : nr1);
+    config.colsb[t] = 4 * kPairTm;
+  }
+  config.rows[4] = static_cast<uint8_t>(nr0);
+  config.rows[5] = static_cast<uint8_t>(nr1);
+  config.colsb[4] = config.colsb[5] = 32;
+  for (int t = 6; t < 8; ++t) {
+    config.rows[t] = 8;
+    config.colsb[t] = 4 * kPairTm;
+  }
+  asm volatile("ldtilecfg %0" : : "m"(config) : "memory");
+  loaded = key;
+}
+
 // Per worker thread, grown to the largest call seen: the kernels allocate nothing once warm.
 struct Scratch {
   // Not std::vector: its members are inline templates shared with other files, which the linker
@@ -100,10 +126,10 @@ struct Scratch {
     delete[] dxp;
     delete[] xsum;
   }
-  alignas(64) int32_t c[2][kGroup][kTileRows][kTileM];  // double-buffered block sums
-  alignas(64) float dw[2][kGroup][kTileRows];           // the weight rows' block scales
-  alignas(64) int8_t codes[2][kGroup][kTileRows][32];   // unpacked Q4_0 codes
-  int loaded = -1;                                      // configure_tiles' cache
+  alignas(64) int32_t c[2][kGroup][kTileRows][kTileM];     // double-buffered block sums
+  alignas(64) float dw[2][kGroup][2 * kTileRows];          // the weight rows' block scales
+  alignas(64) int8_t codes[2][kGroup][2 * kTileRows][32];  // unpacked Q4_0 codes
+  int loaded = -1;                                         // configure_tiles' cache
 };
 
 // On the heap, made on a thread's first AMX call: a thread_local Scratch would add its 20 KB to the
@@ -231,8 +257,8 @@ struct CodesQ4_0 {
 template <class C>
 AUGUR_ALWAYS_INLINE void tile_products(const MatmulArgs& a, const uint8_t* w0, int nr,
                                        const int32_t* xp, int64_t s0, int nb,
-                                       int8_t (*codes)[kTileRows][32],
-                                       int32_t (*c)[kTileRows][kTileM], float (*dw)[kTileRows],
+                                       int8_t (*codes)[2 * kTileRows][32],
+                                       int32_t (*c)[kTileRows][kTileM], float (*dw)[2 * kTileRows],
                                        int half) {
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
   const __m512i pitch =
@@ -390,16 +416,126 @@ void vnni_tile(const MatmulArgs& a, const Scratch& sc, int64_t row, int nr, int6
   }
 }
 
+// 32 weight rows (nr0 <= 16 in C tiles 0/2, nr1 in 1/3) times tm <= kPairTm activation rows. Per
+// block both halves' products share one B tile and are stored side by side (rows 0-15 in dwords
+// 0-7 of a buffer row, rows 16-31 in dwords 8-15), so the float pass runs one zmm per pair of
+// weight rows r and r + 16: d = [dw[r] x dx | dw[r + 16] x dx], the same products and chain per
+// (row, activation row) as amx_tile and matmul_rows_block_sums.
+template <class C>
+AUGUR_ALWAYS_INLINE void pair_products(const MatmulArgs& a, const uint8_t* w0, int nr0, int nr1,
+                                       const int32_t* xp, int64_t s0, int nb,
+                                       int8_t (*codes)[2 * kTileRows][32],
+                                       int32_t (*c)[kTileRows][kTileM],
+                                       float (*dw)[2 * kTileRows]) {
+  const uint8_t* w1 = w0 + kTileRows * static_cast<int64_t>(a.row_bytes);
+  const int8_t* q0[kGroup];
+  const int8_t* q1[kGroup];
+  size_t stride0[kGroup], stride1[kGroup];
+  for (int b = 0; b < nb; ++b) {
+    q0[b] = C::codes(w0, a.row_bytes, s0 + b, nr0, codes[b], &stride0[b]);
+    q1[b] = C::codes(w1, a.row_bytes, s0 + b, nr1, codes[b] + kTileRows, &stride1[b]);
+  }
+  const auto xb = [&](int b) { return xp + (s0 + b) * 8 * kTileM; };
+  static_assert(kGroup == 2);
+  _tile_loadd(6, xb(0), 4 * kTileM);
+  _tile_loadd(4, q0[0], static_cast<long>(stride0[0]));
+  _tile_loadd(5, q1[0], static_cast<long>(stride1[0]));
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_dpbssd(0, 4, 6);
+  _tile_dpbssd(1, 5, 6);
+  _tile_stored(0, c[0][0], 4 * kTileM);
+  _tile_stored(1, c[0][0] + kPairTm, 4 * kTileM);
+  if (nb > 1) {
+    _tile_loadd(7, xb(1), 4 * kTileM);
+    _tile_loadd(4, q0[1], static_cast<long>(stride0[1]));
+    _tile_loadd(5, q1[1], static_cast<long>(stride1[1]));
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_dpbssd(2, 4, 7);
+    _tile_dpbssd(3, 5, 7);
+    _tile_stored(2, c[1][0], 4 * kTileM);
+    _tile_stored(3, c[1][0] + kPairTm, 4 * kTileM);
+  }
+  const __m512i pitch =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(a.row_bytes)));
+  const __mmask16 live0 = static_cast<__mmask16>((1u << nr0) - 1);
+  const __mmask16 live1 = static_cast<__mmask16>((1u << nr1) - 1);
+  for (int b = 0; b < nb; ++b) {
+    const size_t at = C::kBlockBytes * (s0 + b);
+    _mm512_store_ps(dw[b], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
+                               _mm512_setzero_si512(), live0, pitch, w0 + at, 1))));
+    _mm512_store_ps(dw[b] + kTileRows,
+                    _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_mask_i32gather_epi32(
+                        _mm512_setzero_si512(), live1, pitch, w1 + at, 1))));
+  }
+}
+
+template <class C>
+void pair_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0, int tm) {
+  const int nr0 = kTileRows, nr1 = nr - kTileRows;
+  configure_pair_tiles(nr0, nr1, sc.loaded);
+  const int64_t blocks = a.cols / 32;
+  const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
+  const int32_t* xp = sc.xp + (m0 / kTileM) * blocks * 8 * kTileM;
+  const float* dxp = sc.dxp + (m0 / kTileM) * blocks * kTileM;
+  const auto group = [blocks](int64_t s0) {
+    return static_cast<int>(blocks - s0 < kGroup ? blocks - s0 : kGroup);
+  };
+  __m512 acc[kTileRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
+  int half = 0;
+  pair_products<C>(a, w0, nr0, nr1, xp, 0, group(0), sc.codes[0], sc.c[0], sc.dw[0]);
+  for (int64_t s0 = 0; s0 < blocks; s0 += kGroup) {
+    if (s0 + kGroup < blocks) {
+      prefetch_rows<C>(a, w0, nr, s0 + kGroup);
+      pair_products<C>(a, w0, nr0, nr1, xp, s0 + kGroup, group(s0 + kGroup), sc.codes[1 - half],
+                       sc.c[1 - half], sc.dw[1 - half]);
+    }
+    const int nb = group(s0);
+    for (int b = 0; b < nb; ++b) {
+      const __m512 dx = _mm512_loadu_ps(dxp + (s0 + b) * kTileM);
+      const __m512 dx2 = _mm512_shuffle_f32x4(dx, dx, 0x44);  // [dx 0..7, dx 0..7]
+#pragma GCC unroll 16
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m512 dw = _mm512_shuffle_f32x4(_mm512_set1_ps(sc.dw[half][b][r]),
+                                               _mm512_set1_ps(sc.dw[half][b][kTileRows + r]), 0);
+        const __m512 d = _mm512_mul_ps(dw, dx2);
+        const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(sc.c[half][b][r]));
+        acc[r] = _mm512_fmadd_ps(sums, d, acc[r]);
+      }
+    }
+    half = 1 - half;
+  }
+  alignas(64) float out[kTileRows][kTileM];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(out[r], acc[r]);
+  const __m512i column =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(kTileM));
+  const __mmask16 live1 = static_cast<__mmask16>((1u << nr1) - 1);
+  float* y = a.y + m0 * a.rows + row;
+  for (int m = 0; m < tm; ++m) {
+    _mm512_storeu_ps(y + m * a.rows, _mm512_i32gather_ps(column, &out[0][m], 4));
+    _mm512_mask_storeu_ps(y + m * a.rows + kTileRows, live1,
+                          _mm512_i32gather_ps(column, &out[0][kPairTm + m], 4));
+  }
+}
+
 template <class C>
 void run_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   Scratch& sc = scratch();
   pack_activations(a, sc);
   for_each_tile(
-      a, row_begin, row_end, kTileM, [](int) { return kTileRows; },
+      a, row_begin, row_end, kTileM,
+      [](int tm) { return tm > kVnniMaxTm && tm <= kPairTm ? 2 * kTileRows : kTileRows; },
       [&](int tm, int64_t row, int nr, int64_t m0) {
         static_assert(kVnniMaxTm == 2);
         if (tm == 1) return vnni_tile<C, 1>(a, sc, row, nr, m0);
         if (tm == 2) return vnni_tile<C, 2>(a, sc, row, nr, m0);
+        if (nr > kTileRows) return pair_tile<C>(a, sc, row, nr, m0, tm);
         amx_tile<C>(a, sc, row, nr, m0, tm);
       });
   // Lets the OS skip saving the 8 KB of tile data while this thread does other work.
