@@ -78,7 +78,8 @@ struct Fixture {
     }
     const auto file = gguf::File::open(gguf());
     for (const auto& t : file->tensors()) {
-      llama_arithmetic |= t.ne.size() >= 2 && kernels::uses_q8_activations(t.type);
+      llama_arithmetic |= t.ne.size() >= 2 && (kernels::uses_q8_activations(t.type) ||
+                                               kernels::uses_q8_k_activations(t.type));
     }
     upcast = ref.contains("f32_upcast_comparison") && !llama_arithmetic;
     if (upcast) {
