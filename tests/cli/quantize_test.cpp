@@ -1,7 +1,8 @@
 // `augur quantize` end to end through the real binary: Q8_0/Q4_0 files identical to the ones
 // llama-quantize --pure made (tiny-llama-Q8_0/Q4_0.gguf) and logits equal to their references
-// but for near-tie roundings; Q4_K/Q6_K files that load and stay close to the F32 model;
-// llama.cpp's tensor selection and fallbacks; and the error cases, which leave no file behind.
+// but for near-tie roundings; Q5_0/Q4_K/Q5_K/Q6_K and Q4_K_M files that load and stay close to the
+// F32 model; llama.cpp's tensor selection, mixes and fallbacks; and the error cases, which leave no
+// file behind.
 #include "tensor/quantize.h"
 
 #include <gtest/gtest.h>
@@ -275,7 +276,7 @@ TEST_F(QuantizeTest, QuantizingToTheTypeAlreadyThereCopiesTheFile) {
   EXPECT_TRUE(testing::slurp(out) == testing::slurp(fixture("tiny-llama-Q4_0.gguf")));
 }
 
-// ---- Q4_K / Q6_K: no llama.cpp file to equal, so a bound against the F32 model ----
+// ---- Q4_K / Q5_K / Q6_K / Q5_0: no llama.cpp file to equal, so a bound against the F32 model ----
 //
 // The yardstick is llama.cpp's own quantization of the same model, read from the fixtures: how far
 // the Q4_0 / Q8_0 files' upcast logits lie from the F32 model's. This random-weight model is very
@@ -285,6 +286,7 @@ TEST_F(QuantizeTest, QuantizingToTheTypeAlreadyThereCopiesTheFile) {
 // - Q4_K has Q4_0's budget (4-bit codes per 32 weights with an f16-coded scale, plus a min):
 //   expected step ratio 1 to Q4_0.
 // - Q5_K's step is (max - min)/31 <= 2 amax/31 per 32 weights against Q4_0's amax/8: 16/31 of it.
+// - Q5_0's step is amax/16 per 32 weights, half of Q4_0's amax/8.
 // - Q6_K's step is at most amax/31.5 over 16 weights against Q8_0's amax/127 over 32: at most
 //   127/31.5 times coarser than Q8_0.
 // Allowed: rms within 1.25x and max-abs within 1.5x of (step ratio x yardstick), and top-token
@@ -377,9 +379,14 @@ TEST_P(KQuantTypes, BoundRejectsAFileWithOneTensorsNibblesSwapped) {
         // Q5_K: the same with 32 bytes of fifth bits before the nibbles.
         // Q6_K: 128 bytes of low nibbles first (then qh, scales, d).
         const size_t block = gguf::traits(t.type).block_bytes;
-        const size_t first = t.type == TensorType::Q4_K ? 16 : t.type == TensorType::Q5_K ? 48 : 0;
+        // Q5_0: d and 4 bytes of fifth bits, then 16 bytes of nibbles.
+        const size_t first = t.type == TensorType::Q4_K   ? 16
+                             : t.type == TensorType::Q5_K ? 48
+                             : t.type == TensorType::Q5_0 ? 6
+                                                          : 0;
+        const size_t count = t.type == TensorType::Q5_0 ? 16 : 128;
         for (size_t b = 0; b < bytes.size(); b += block) {
-          for (size_t i = first; i < first + 128; ++i) {
+          for (size_t i = first; i < first + count; ++i) {
             bytes[b + i] = static_cast<uint8_t>((bytes[b + i] >> 4) | (bytes[b + i] << 4));
           }
         }
@@ -393,6 +400,7 @@ TEST_P(KQuantTypes, BoundRejectsAFileWithOneTensorsNibblesSwapped) {
 INSTANTIATE_TEST_SUITE_P(Types, KQuantTypes,
                          ::testing::Values(KQuantCase{"Q4_K", "Q4_0", 1.0, 15},
                                            KQuantCase{"Q5_K", "Q4_0", 16.0 / 31, 17},
+                                           KQuantCase{"Q5_0", "Q4_0", 0.5, 8},
                                            KQuantCase{"Q6_K", "Q8_0", 127.0 / 31.5, 18}),
                          [](const auto& info) { return info.param.type; });
 
