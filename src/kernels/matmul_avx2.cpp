@@ -90,7 +90,8 @@ constexpr int rows_for(int tm) {
   return tm <= 2 ? 4 : tm <= 4 ? 2 : 1;
 }
 
-// Integer decoders of Q8_0/Q4_0 blocks: the 32 codes of block s as signed bytes, and the scale.
+// Integer decoders of Q8_0/Q4_0/Q5_0 blocks: the 32 codes of block s as signed bytes, and the
+// scale.
 struct CodesQ8_0 {
   AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
     return row + sizeof(tensor::BlockQ8_0) * s;
