@@ -1,5 +1,6 @@
 // `augur quantize IN.gguf OUT.gguf TYPE`: writes a copy of a model with its weight matrices
-// quantized to Q8_0, Q4_0, Q4_K or Q6_K (the rule is model/quantize_model.h's), reporting progress
+// quantized to Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K, or as the Q4_K_M / Q5_K_M mixes (the rules are
+// model/quantize_model.h's), reporting progress
 // on stderr: redrawn in place on a terminal, one line per tensor otherwise.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -60,9 +61,9 @@ int run(const QuantizeOptions& opt) {
   std::fprintf(stderr,
                "augur quantize: wrote %s (%s, general.file_type %u): %zu tensors converted (%zu by "
                "fallback), %zu copied; tensor data %.2f MiB -> %.2f MiB\n",
-               opt.output.c_str(), std::string(gguf::type_name(target)).c_str(),
-               model::llama_file_type(target), summary.n_converted, summary.n_fallback,
-               summary.n_copied, static_cast<double>(summary.bytes_in) / kMiB,
+               opt.output.c_str(), target.name().c_str(), model::llama_file_type(target),
+               summary.n_converted, summary.n_fallback, summary.n_copied,
+               static_cast<double>(summary.bytes_in) / kMiB,
                static_cast<double>(summary.bytes_out) / kMiB);
   return 0;
 }
@@ -74,10 +75,13 @@ void add_quantize_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("quantize",
                          "write a copy of a GGUF model with its weight matrices quantized (like "
-                         "llama-quantize --pure)");
+                         "llama-quantize: --pure for a single type, its rules for Q4_K_M/Q5_K_M)");
   cmd->add_option("input", opt->input, "source GGUF model (F32/F16/BF16 weights)")->required();
   cmd->add_option("output", opt->output, "GGUF file to write (never the input)")->required();
-  cmd->add_option("type", opt->type, "target type: Q8_0, Q4_0, Q4_K or Q6_K")->required();
+  cmd->add_option("type", opt->type,
+                  "target: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K (every weight that type) or Q4_K_M, "
+                  "Q5_K_M (llama-quantize's mixes)")
+      ->required();
   cmd->add_option("-t,--threads", opt->threads, "worker threads (default: all hardware threads)")
       ->check(CLI::Range(1, 1024));
   cmd->callback([opt, &exit_code] { exit_code = run(*opt); });

@@ -29,25 +29,38 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
   AUGUR_CHECK(w.row_bytes == gguf::row_bytes(w.type, w.cols), "row_bytes must match type and cols");
 
   detail::MatmulArgs args{w.type, w.data, w.row_bytes, w.rows, w.cols, x, M, y};
-  if (uses_q8_activations(w.type)) {
-    // Per calling thread, grown to the largest batch seen: decode allocates nothing.
-    thread_local std::vector<int8_t> codes;
-    thread_local std::vector<float> scales;
+  // Activations are quantized once per call into per-calling-thread buffers grown to the largest
+  // batch seen: decode allocates nothing. The quantize job gets pointers, not the thread_local
+  // vectors (a worker would see its own, empty ones), in one struct so the lambda captures a
+  // single reference and std::function does not allocate.
+  thread_local std::vector<int8_t> codes;
+  thread_local std::vector<float> scales;
+  thread_local std::vector<int16_t> bsums;
+  const bool q8_0 = uses_q8_activations(w.type), q8_k = uses_q8_k_activations(w.type);
+  if (q8_0 || q8_k) {
+    const int64_t block = q8_0 ? 32 : 256;
     codes.resize(static_cast<size_t>(M * w.cols));
-    scales.resize(static_cast<size_t>(M * w.cols / 32));
+    scales.resize(static_cast<size_t>(M * w.cols / block));
+    if (q8_k) bsums.resize(static_cast<size_t>(M * w.cols / 16));
     args.xq = codes.data();
     args.xd = scales.data();
-    // Pointers, not the thread_local vectors (a worker would see its own, empty ones), held in one
-    // struct so the lambda captures a single reference and std::function does not allocate.
+    args.xbsums = q8_k ? bsums.data() : nullptr;
     const struct {
       const float* x;
       int8_t* codes;
       float* scales;
-      int64_t cols;
-    } rows{x, codes.data(), scales.data(), w.cols};
+      int16_t* bsums;
+      int64_t cols, block;
+    } rows{x, codes.data(), scales.data(), args.xbsums ? bsums.data() : nullptr, w.cols, block};
     const auto quantize = [&rows](int64_t begin, int64_t end) {
-      quantize_rows_q8_0(rows.x + begin * rows.cols, end - begin, rows.cols,
-                         rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 32));
+      if (rows.block == 32) {
+        quantize_rows_q8_0(rows.x + begin * rows.cols, end - begin, rows.cols,
+                           rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 32));
+      } else {
+        quantize_rows_q8_k(rows.x + begin * rows.cols, end - begin, rows.cols,
+                           rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 256),
+                           rows.bsums + begin * (rows.cols / 16));
+      }
     };
     // A few rows are cheaper to quantize here than to hand to the pool.
     if (M < 16) {
@@ -55,7 +68,7 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     } else {
       pool.parallel_for(M, quantize);
     }
-    if (const auto* observer = detail::activation_observer()) {
+    if (const auto* observer = detail::activation_observer(); observer && q8_0) {
       (*observer)({x, M, w.cols, codes.data(), scales.data()});
     }
   }

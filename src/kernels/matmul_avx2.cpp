@@ -1,9 +1,9 @@
 // AVX2 + FMA + F16C matmul path, three kernels:
 // - F32/F16/BF16 (float_tile_kernel): 8 columns of up to 3 activation rows meet up to 4 weight
 //   rows decoded 8 at a time (F16 via vcvtph2ps), one FMA chain per (weight row, activation row);
-// - Q8_0/Q4_0 (int_tile_kernel): llama.cpp's integer dot products on Q8_0 activations;
-// - Q4_K/Q6_K (tile_kernel): 32 weights decoded per step with their scales applied exactly as
-//   ggml's reference dequantizer does, then FMA into a tile of up to 8 activation rows.
+// - Q8_0/Q4_0/Q5_0 (int_tile_kernel): llama.cpp's integer dot products on Q8_0 activations;
+// - Q4_K/Q5_K/Q6_K (kquant_tile_kernel): llama.cpp's integer dot products on Q8_K activations,
+//   one weight row against up to 8 activation rows.
 // Compiled with -mavx2 -mfma -mf16c -mbmi2 and only called when the CPU has them, so this file
 // uses no inline function or template shared with other files (those could be kept by the linker
 // for everyone): helpers are file-local and std:: headers are avoided.
@@ -31,18 +31,6 @@ inline uint16_t load_u16(const uint8_t* p) {
 
 inline float half_to_float(const uint8_t* p) {
   return _cvtsh_ss(load_u16(p));
-}
-
-// Eight int8 (the low 8 bytes of `bytes`) to floats, exactly.
-AUGUR_ALWAYS_INLINE __m256 widen_i8(__m128i bytes) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-}
-
-// Keeps a product rounded on its own so a following subtraction is not fused into an FMA: the
-// decoded weight must equal ggml's two-rounding (d*sc)*q - dmin*m.
-AUGUR_ALWAYS_INLINE __m256 rounded(__m256 v) {
-  asm("" : "+x"(v));
-  return v;
 }
 
 // Weights are read once per step from a matrix far larger than L2, in row blocks that advance
@@ -96,113 +84,14 @@ struct DecodeBF16 {
   }
 };
 
-// Step s is sub-block s % 8 of super-block s / 8 (layout in tensor/blocks.h).
-struct DecodeQ4_K {
-  static constexpr int kStepBytes = sizeof(tensor::BlockQ4_K) / 8;
-  // d1 * nibble - m1 for the eight nibbles in the low bytes of `bytes`.
-  AUGUR_ALWAYS_INLINE static __m256 scale_nibbles(__m128i bytes, __m256 d1, __m256 m1) {
-    const __m256 nib = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-    return _mm256_sub_ps(rounded(_mm256_mul_ps(d1, nib)), m1);
-  }
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-    const uint8_t* block = row + sizeof(tensor::BlockQ4_K) * (s / 8);
-    const int sub = static_cast<int>(s % 8);
-    const uint8_t* scales = block + 4;
-    uint8_t sc, m;
-    if (sub < 4) {
-      sc = scales[sub] & 63;
-      m = scales[sub + 4] & 63;
-    } else {
-      sc = static_cast<uint8_t>((scales[sub + 4] & 0xF) | ((scales[sub - 4] >> 6) << 4));
-      m = static_cast<uint8_t>((scales[sub + 4] >> 4) | ((scales[sub] >> 6) << 4));
-    }
-    const __m256 d1 = _mm256_set1_ps(half_to_float(block) * static_cast<float>(sc));
-    const __m256 m1 = _mm256_set1_ps(half_to_float(block + 2) * static_cast<float>(m));
-    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * (sub / 2)));
-    if (sub % 2) q = _mm256_srli_epi16(q, 4);
-    q = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
-    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-    w[0] = scale_nibbles(lo, d1, m1);
-    w[1] = scale_nibbles(_mm_srli_si128(lo, 8), d1, m1);
-    w[2] = scale_nibbles(hi, d1, m1);
-    w[3] = scale_nibbles(_mm_srli_si128(hi, 8), d1, m1);
-  }
-};
-
-// Step s is part p = s % 8 of super-block s / 8: half p / 4, quarter k = p % 4 (tensor/blocks.h).
-struct DecodeQ6_K {
-  static constexpr int kStepBytes = sizeof(tensor::BlockQ6_K) / 8;
-  AUGUR_ALWAYS_INLINE static void decode(const uint8_t* row, int64_t s, __m256* w) {
-    const uint8_t* block = row + sizeof(tensor::BlockQ6_K) * (s / 8);
-    const int part = static_cast<int>(s % 8);
-    const int half = part / 4, k = part % 4;
-    const uint8_t* ql = block + 64 * half + 32 * (k & 1);
-    const uint8_t* qh = block + 128 + 32 * half;
-    const auto* sc = reinterpret_cast<const int8_t*>(block + 192) + 8 * half + 2 * k;
-    const float d = half_to_float(block + 208);
-    __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-    if (k >> 1) low = _mm256_srli_epi16(low, 4);
-    low = _mm256_and_si256(low, _mm256_set1_epi8(0x0F));
-    __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
-    high = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
-    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)),
-                                      _mm256_set1_epi8(32));           // -32..31
-    const __m256 ds0 = _mm256_set1_ps(d * static_cast<float>(sc[0]));  // elements 0..15
-    const __m256 ds1 = _mm256_set1_ps(d * static_cast<float>(sc[1]));  // elements 16..31
-    const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-    w[0] = _mm256_mul_ps(widen_i8(lo), ds0);
-    w[1] = _mm256_mul_ps(widen_i8(_mm_srli_si128(lo, 8)), ds0);
-    w[2] = _mm256_mul_ps(widen_i8(hi), ds1);
-    w[3] = _mm256_mul_ps(widen_i8(_mm_srli_si128(hi, 8)), ds1);
-  }
-};
-
 // Weight rows per block for a tile of `tm` activation rows: enough independent FMA chains
 // (latency 4, two ports: about 8 in flight) within the 16 ymm registers.
 constexpr int rows_for(int tm) {
   return tm <= 2 ? 4 : tm <= 4 ? 2 : 1;
 }
 
-// y[m * ldy + r] = dot(weight row r, x[m * ldx ..]) for r < NR, m < TM.
-// Each (r, m) pair has ONE accumulator chain fed in the same order (the 32 columns of a step as
-// four FMAs, then the next step) whatever TM and NR are: a row's dot product is bitwise the same
-// for every M, so verifying k+1 rows gives the logits k+1 single-row decodes give
-// (tests/model/batch_invariance_test.cpp). Speculative greedy output then equals AR output by
-// construction, not by luck of rounding. The parallelism comes from the NR x TM chains.
-template <class D, int TM, int NR>
-void tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const float* x, int64_t ldx,
-                 float* y, int64_t ldy) {
-  __m256 acc[NR][TM];
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) {
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) acc[r][m] = _mm256_setzero_ps();
-  }
-  const int64_t steps = cols / 32;
-  for (int64_t s = 0; s < steps; ++s) {
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) {
-      __m256 w[4];
-      prefetch_ahead(w0 + r * row_bytes + D::kStepBytes * s);
-      D::decode(w0 + r * row_bytes, s, w);
-#pragma GCC unroll 8
-      for (int m = 0; m < TM; ++m) {
-        const float* xm = x + m * ldx + 32 * s;
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) {
-          acc[r][m] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(xm + 8 * k), acc[r][m]);
-        }
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) {
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]);
-  }
-}
-
-// Integer decoders of Q8_0/Q4_0 blocks: the 32 codes of block s as signed bytes, and the scale.
+// Integer decoders of Q8_0/Q4_0/Q5_0 blocks: the 32 codes of block s as signed bytes, and the
+// scale.
 struct CodesQ8_0 {
   AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
     return row + sizeof(tensor::BlockQ8_0) * s;
@@ -221,6 +110,29 @@ struct CodesQ4_0 {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+  }
+};
+
+// 32 codes of a Q5_0 block: the nibbles with the fifth bit from qh (bit e for element e), minus 16.
+struct CodesQ5_0 {
+  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
+    return row + sizeof(tensor::BlockQ5_0) * s;
+  }
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 6));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+    uint32_t qh;
+    __builtin_memcpy(&qh, block + 2, 4);
+    // Byte e gets byte e / 8 of qh, then keeps bit e % 8: 0x10 where the fifth bit is set.
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                            _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                               0x0202020202020202, 0x0303030303030303));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    const __m256i fifth = _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles, fifth), _mm256_set1_epi8(16));
   }
 };
 
@@ -264,6 +176,197 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
   for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 8
     for (int m = 0; m < TM; ++m) y[m * ldy + r] = hsum(acc[r][m]);
+  }
+}
+
+// ---- K-quants on Q8_K activations ----
+// Each K::lanes<TM> adds, for one weight super-block and TM activation rows, the exact int32 lane
+// sums of llama.cpp's AVX2 vec_dot_q{4,5,6}_K_q8_K to sumi[m]: lane u = sum over the super-block
+// of sub-block scale x weight code x activation code for elements 4u..4u+3 of every 32 (maddubs
+// pairs, madd with the scale). Integer sums are exact, so only the float steps after them (in
+// kquant_tile_kernel) fix the result; they are the scalar path's, in the same order.
+
+// 8 int16 scales (low 128 bits) and 8 int16 mins of a Q4_K/Q5_K super-block from its 12 packed
+// bytes (tensor/blocks.h): the low 6 bits of bytes 0..3 and 4..7 for sub-blocks 0..3, a nibble of
+// bytes 8..11 plus two high bits of bytes 0..3 / 4..7 for sub-blocks 4..7.
+AUGUR_ALWAYS_INLINE void scales_and_mins(const uint8_t* packed, __m128i& scales, __m128i& mins) {
+  uint32_t u[3];
+  __builtin_memcpy(u, packed, 12);
+  const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+  scales = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+}
+
+// int16 element j of `scales` (both 128-bit halves hold the 8 scales) in all 16 positions.
+AUGUR_ALWAYS_INLINE __m256i scale_of(__m256i scales, int j) {
+  return _mm256_shuffle_epi8(scales,
+                             _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j))));
+}
+
+// Q4_K: sub-block 2p is the low nibbles of qs[32p..32p+31], sub-block 2p+1 the high ones.
+struct KQ4_K {
+  static constexpr int kBytes = sizeof(tensor::BlockQ4_K);
+  static constexpr bool kLaneMins = true, kScalarMins = false;
+  template <int TM>
+  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
+                                        __m256i mins_scales, __m256i* sumi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * p));
+      const __m256i lo = _mm256_and_si256(bits, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      const __m256i s_lo = scale_of(mins_scales, 2 * p), s_hi = scale_of(mins_scales, 2 * p + 1);
+#pragma GCC unroll 8
+      for (int m = 0; m < TM; ++m) {
+        const int8_t* xm = x + m * ldx + 64 * p;
+        const __m256i y_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xm));
+        const __m256i y_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xm + 32));
+        const __m256i p_lo = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, y_lo));
+        const __m256i p_hi = _mm256_madd_epi16(s_hi, _mm256_maddubs_epi16(hi, y_hi));
+        sumi[m] = _mm256_add_epi32(sumi[m], _mm256_add_epi32(p_lo, p_hi));
+      }
+    }
+  }
+};
+
+// Q5_K: Q4_K's nibbles plus a fifth bit, bit j of qh[l] for element l of sub-block j (l < 32).
+struct KQ5_K {
+  static constexpr int kBytes = sizeof(tensor::BlockQ5_K);
+  static constexpr bool kLaneMins = false, kScalarMins = true;
+  template <int TM>
+  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
+                                        __m256i mins_scales, __m256i* sumi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 48 + 32 * p));
+      const __m256i h_lo =
+          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * p), one), 4);
+      const __m256i h_hi =
+          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * p + 1), one), 4);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4), h_lo);
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4), h_hi);
+      const __m256i s_lo = scale_of(mins_scales, 2 * p), s_hi = scale_of(mins_scales, 2 * p + 1);
+#pragma GCC unroll 8
+      for (int m = 0; m < TM; ++m) {
+        const int8_t* xm = x + m * ldx + 64 * p;
+        const __m256i y_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xm));
+        const __m256i y_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xm + 32));
+        const __m256i p_lo = _mm256_madd_epi16(s_lo, _mm256_maddubs_epi16(lo, y_lo));
+        const __m256i p_hi = _mm256_madd_epi16(s_hi, _mm256_maddubs_epi16(hi, y_hi));
+        sumi[m] = _mm256_add_epi32(sumi[m], _mm256_add_epi32(p_lo, p_hi));
+      }
+    }
+  }
+};
+
+// Q6_K: per half h and quarter k (tensor/blocks.h), 32 unsigned 6-bit codes; (q - 32) * y is
+// maddubs(q, y) - maddubs(32, y), exact in int16 (|.| <= 8128 per pair), as ggml does it.
+struct KQ6_K {
+  static constexpr int kBytes = sizeof(tensor::BlockQ6_K);
+  static constexpr bool kLaneMins = false, kScalarMins = false;
+  template <int TM>
+  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx, __m256i,
+                                        __m256i* sumi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    const __m256i m32 = _mm256_set1_epi8(32);
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i low_src = (k & 1) ? ql1 : ql0;
+        const __m256i low = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(low_src, 4) : low_src, m4);
+        const __m256i high =
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m3), 4);
+        const __m256i q = _mm256_or_si256(low, high);
+        // int16 positions 0..7 (elements 0..15) take scale 8h + 2k, 8..15 take 8h + 2k + 1.
+        const int i = 8 * h + 2 * k;
+        const __m128i pick =
+            _mm_set_epi64x(0x0101010101010101LL * (i + 1), 0x0101010101010101LL * i);
+        const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
+#pragma GCC unroll 8
+        for (int m = 0; m < TM; ++m) {
+          const __m256i y =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * ldx + 128 * h + 32 * k));
+          const __m256i prod =
+              _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(m32, y));
+          sumi[m] = _mm256_add_epi32(sumi[m], _mm256_madd_epi16(scale, prod));
+        }
+      }
+    }
+  }
+};
+
+// y[m * ldy] = dot(weight row, Q8_K activation row m) for m < TM, in llama.cpp's AVX2 arithmetic
+// (see matmul_scalar.cpp, kquant_tile_kernel, for the float steps). One weight row per tile: the
+// float work is one FMA per super-block and pair, so more rows would add no useful parallelism.
+template <class K, int TM, int NR>
+void kquant_tile_kernel(const uint8_t* w, int64_t cols, const int8_t* xq, const float* xd,
+                        const int16_t* xbsums, int64_t ldx, float* y, int64_t ldy) {
+  static_assert(NR == 1, "K-quant tiles take one weight row");
+  __m256 acc[TM];
+  __m128 acc_m[TM];
+  float summs[TM];
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; ++m) {
+    acc[m] = _mm256_setzero_ps();
+    acc_m[m] = _mm_setzero_ps();
+    summs[m] = 0.0f;
+  }
+  const int64_t blocks = cols / 256, ldd = ldx / 256, ldb = ldx / 16;
+  for (int64_t s = 0; s < blocks; ++s) {
+    const uint8_t* b = w + K::kBytes * s;
+    prefetch_ahead(b);
+    prefetch_ahead(b + 64);
+    prefetch_ahead(b + 128);
+    __m128i scales = _mm_setzero_si128(), mins = _mm_setzero_si128();
+    if constexpr (K::kLaneMins || K::kScalarMins) scales_and_mins(b + 4, scales, mins);
+    __m256i sumi[TM];
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) sumi[m] = _mm256_setzero_si256();
+    K::template lanes<TM>(b, xq + 256 * s, ldx, _mm256_set_m128i(scales, scales), sumi);
+    const float wd = half_to_float(b + (K::kLaneMins || K::kScalarMins ? 0 : 208));
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) {
+      const float yd = xd[m * ldd + s];
+      const float d = yd * wd;
+      acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[m]), acc[m]);
+      if constexpr (K::kLaneMins || K::kScalarMins) {
+        const float dmin = -yd * half_to_float(b + 2);
+        const int16_t* bs = xbsums + m * ldb + 16 * s;
+        const __m128i q8s =
+            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(bs + 8)));
+        const __m128i prod = _mm_madd_epi16(mins, q8s);
+        if constexpr (K::kLaneMins) {
+          acc_m[m] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[m]);
+        } else {
+          const __m128i pair = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
+          const int isum = _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 1)));
+          summs[m] = __builtin_fmaf(dmin, static_cast<float>(isum), summs[m]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; ++m) {
+    float sum = hsum(acc[m]);
+    if constexpr (K::kLaneMins) {
+      __m128 am = _mm_add_ps(acc_m[m], _mm_movehl_ps(acc_m[m], acc_m[m]));
+      am = _mm_add_ss(am, _mm_movehdup_ps(am));
+      sum += _mm_cvtss_f32(am);
+    } else if constexpr (K::kScalarMins) {
+      sum += summs[m];
+    }
+    y[m * ldy] = sum;
   }
 }
 
@@ -352,14 +455,16 @@ struct IntTiles {
   }
 };
 
-template <class D>
-struct DecodedTiles {
+template <class K>
+struct KQuantTiles {
   static constexpr int kMaxTm = 8;
-  static constexpr int rows_for(int tm) { return detail::rows_for(tm); }
+  static constexpr int rows_for(int) { return 1; }
   template <int TM, int NR>
   static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
-    tile_kernel<D, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
-                           a.x + m0 * a.cols, a.cols, a.y + m0 * a.rows + row, a.rows);
+    kquant_tile_kernel<K, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.cols,
+                                  a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 256),
+                                  a.xbsums + m0 * (a.cols / 16), a.cols, a.y + m0 * a.rows + row,
+                                  a.rows);
   }
 };
 
@@ -372,8 +477,10 @@ void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     case TensorType::BF16: return run_tiles<FloatTiles<DecodeBF16>>(a, row_begin, row_end);
     case TensorType::Q8_0: return run_tiles<IntTiles<CodesQ8_0>>(a, row_begin, row_end);
     case TensorType::Q4_0: return run_tiles<IntTiles<CodesQ4_0>>(a, row_begin, row_end);
-    case TensorType::Q4_K: return run_tiles<DecodedTiles<DecodeQ4_K>>(a, row_begin, row_end);
-    case TensorType::Q6_K: return run_tiles<DecodedTiles<DecodeQ6_K>>(a, row_begin, row_end);
+    case TensorType::Q5_0: return run_tiles<IntTiles<CodesQ5_0>>(a, row_begin, row_end);
+    case TensorType::Q4_K: return run_tiles<KQuantTiles<KQ4_K>>(a, row_begin, row_end);
+    case TensorType::Q5_K: return run_tiles<KQuantTiles<KQ5_K>>(a, row_begin, row_end);
+    case TensorType::Q6_K: return run_tiles<KQuantTiles<KQ6_K>>(a, row_begin, row_end);
     default: break;
   }
   AUGUR_CHECK(false, "matmul() admits only types with a decoder");

@@ -18,16 +18,21 @@ struct MatmulArgs {
   const float* x;  // [M, cols]
   int64_t M;
   float* y;  // [M, rows]
-  // For Q8_0/Q4_0 weights (uses_q8_activations): x quantized by quantize_rows_q8_0, codes
-  // [M, cols] and block scales [M, cols / 32]; null otherwise.
+  // Quantized activations, null for float weights:
+  // - Q8_0/Q4_0/Q5_0 weights (uses_q8_activations): x by quantize_rows_q8_0, codes xq [M, cols]
+  //   and block scales xd [M, cols / 32];
+  // - Q4_K/Q5_K/Q6_K weights (uses_q8_k_activations): x by quantize_rows_q8_k, codes xq [M, cols],
+  //   super-block scales xd [M, cols / 256] and sums of 16 codes xbsums [M, cols / 16].
   const int8_t* xq = nullptr;
   const float* xd = nullptr;
+  const int16_t* xbsums = nullptr;
 };
 
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AVX-512 VNNI; every other type goes to matmul_rows_avx2.
+// Q8_0/Q4_0 in AVX-512 VNNI; every other type (Q5_0 and the K-quants too) goes to
+// matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Two orders for Q8_0/Q4_0 weights times Q8_0 activations. Both take exact int32 sums of code
 // products and differ only in where they become floats:

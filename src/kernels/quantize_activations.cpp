@@ -1,6 +1,7 @@
 #include "kernels/quantize_activations.h"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "common/error.h"
@@ -28,7 +29,65 @@ const ActivationObserver* activation_observer() {
 }  // namespace detail
 
 bool uses_q8_activations(gguf::TensorType type) {
-  return type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0;
+  return type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0 ||
+         type == gguf::TensorType::Q5_0;
+}
+
+bool uses_q8_k_activations(gguf::TensorType type) {
+  return type == gguf::TensorType::Q4_K || type == gguf::TensorType::Q5_K ||
+         type == gguf::TensorType::Q6_K;
+}
+
+namespace {
+
+// ggml's nearest_int: adding 1.5 * 2^23 leaves round-half-even(v) in the low mantissa bits
+// (|v| < 2^22). The product is kept rounded on its own (no FMA contraction into the addition).
+int nearest_int(float v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm("" : "+x"(v));
+#endif
+  const float shifted = v + 12582912.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return static_cast<int>(bits & 0x007fffffu) - 0x00400000;
+}
+
+}  // namespace
+
+void quantize_rows_q8_k(const float* x, int64_t rows, int64_t cols, int8_t* qs, float* d,
+                        int16_t* bsums) {
+  AUGUR_CHECK(cols % 256 == 0, "Q8_K activation rows are whole super-blocks of 256");
+  const int64_t blocks = rows * (cols / 256);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* v = x + 256 * b;
+    int8_t* q = qs + 256 * b;
+    int16_t* sums = bsums + 16 * b;
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < 256; ++i) {
+      const float a = std::fabs(v[i]);
+      if (a > amax) {
+        amax = a;
+        max = v[i];
+      }
+    }
+    if (amax == 0.0f) {
+      d[b] = 0.0f;
+      std::memset(q, 0, 256);
+      std::memset(sums, 0, 16 * sizeof(int16_t));
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int i = 0; i < 256; ++i) {
+      const int code = nearest_int(iscale * v[i]);
+      q[i] = static_cast<int8_t>(code < 127 ? code : 127);
+    }
+    for (int k = 0; k < 16; ++k) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += q[16 * k + i];
+      sums[k] = static_cast<int16_t>(sum);
+    }
+    d[b] = 1.0f / iscale;
+  }
 }
 
 namespace detail {

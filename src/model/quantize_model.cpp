@@ -18,8 +18,11 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array kTargets = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K,
-                                 TensorType::Q6_K};
+const std::array<QuantizeTarget, 8> kTargets = {
+    QuantizeTarget(TensorType::Q8_0),       QuantizeTarget(TensorType::Q4_0),
+    QuantizeTarget(TensorType::Q5_0),       QuantizeTarget(TensorType::Q4_K),
+    QuantizeTarget(TensorType::Q5_K),       QuantizeTarget(TensorType::Q6_K),
+    QuantizeTarget(TensorType::Q4_K, true), QuantizeTarget(TensorType::Q5_K, true)};
 
 // ggml's GGML_QNT_VERSION, which llama-quantize stores in general.quantization_version.
 constexpr uint32_t kQuantizationVersion = 2;
@@ -92,11 +95,36 @@ int layer_of(const std::string& name) {
 
 std::string targets_list() {
   std::string list;
-  for (const auto type : kTargets) {
+  for (const auto& target : kTargets) {
     if (!list.empty()) list += ", ";
-    list += gguf::type_name(type);
+    list += target.name();
   }
   return list;
+}
+
+// llama-quant.cpp's tensor categories, by name.
+enum class Category { kTokenEmbd, kOutput, kAttnV, kAttnK, kAttnQ, kAttnOutput, kFfnDown, kOther };
+
+Category category_of(std::string_view name) {
+  const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (name == "output.weight") return Category::kOutput;
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") {
+    return Category::kTokenEmbd;
+  }
+  // attn_qkv and attn_kv_b are treated as attn_v by every rule the K-quant mixes use.
+  if (has("attn_qkv.weight") || has("attn_kv_b.weight") || has("attn_v.weight")) {
+    return Category::kAttnV;
+  }
+  if (has("attn_k.weight")) return Category::kAttnK;
+  if (has("attn_q.weight")) return Category::kAttnQ;
+  if (has("attn_output.weight")) return Category::kAttnOutput;
+  if (has("ffn_up") || has("ffn_gate")) return Category::kOther;  // no rule for these mixes
+  if (has("ffn_down")) return Category::kFfnDown;
+  return Category::kOther;
+}
+
+bool use_more_bits(int64_t i, int64_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
 std::string upper(std::string_view text) {
@@ -145,29 +173,37 @@ void convert_tensor(const TensorPlan& plan, gguf::Writer& writer, kernels::Threa
 
 }  // namespace
 
-std::span<const TensorType> quantize_targets() {
+std::string QuantizeTarget::name() const {
+  return std::string(gguf::type_name(type)) + (mix ? "_M" : "");
+}
+
+std::span<const QuantizeTarget> quantize_targets() {
   return kTargets;
 }
 
-TensorType parse_quantize_target(std::string_view name) {
+QuantizeTarget parse_quantize_target(std::string_view name) {
   const std::string wanted = upper(name);
-  for (const auto type : kTargets) {
-    if (wanted == gguf::type_name(type)) return type;
+  for (const auto& target : kTargets) {
+    if (wanted == target.name()) return target;
   }
   throw InvalidArgument(
       fmt::format("quantize: unknown type '{}': allowed {}", name, targets_list()));
 }
 
-uint32_t llama_file_type(TensorType target) {
-  switch (target) {
-    case TensorType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
-    case TensorType::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
-    case TensorType::Q4_K: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M ("Q4_K" in llama-quantize)
-    case TensorType::Q6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
-    default: break;
+uint32_t llama_file_type(QuantizeTarget target) {
+  if (std::find(kTargets.begin(), kTargets.end(), target) != kTargets.end()) {
+    switch (target.type) {
+      case TensorType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+      case TensorType::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+      case TensorType::Q5_0: return 8;   // LLAMA_FTYPE_MOSTLY_Q5_0
+      case TensorType::Q4_K: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M ("Q4_K" in llama-quantize)
+      case TensorType::Q5_K: return 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M ("Q5_K" in llama-quantize)
+      case TensorType::Q6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
+      default: break;
+    }
   }
-  throw InvalidArgument(fmt::format("quantize: no file type for {}: allowed {}",
-                                    gguf::type_name(target), targets_list()));
+  throw InvalidArgument(
+      fmt::format("quantize: no file type for {}: allowed {}", target.name(), targets_list()));
 }
 
 bool allows_quantization(const gguf::TensorInfo& tensor) {
@@ -182,18 +218,94 @@ bool allows_quantization(const gguf::TensorInfo& tensor) {
          kNeverQuantizedNames.end();
 }
 
-TensorType planned_type(const gguf::TensorInfo& tensor, TensorType target) {
-  if (!allows_quantization(tensor)) return tensor.type;
-  const int64_t cols = tensor.ne[0];
-  const auto fits = [cols](TensorType type) { return cols % gguf::traits(type).block_elems == 0; };
-  if (fits(target)) return target;
-  if ((target == TensorType::Q4_K || target == TensorType::Q6_K) && fits(TensorType::Q8_0)) {
-    return TensorType::Q8_0;
-  }
-  return TensorType::F16;
+TensorType with_fallback(const gguf::TensorInfo& tensor, TensorType type) {
+  const int64_t cols = tensor.ne.empty() ? 1 : tensor.ne[0];
+  const auto fits = [cols](TensorType t) { return cols % gguf::traits(t).block_elems == 0; };
+  if (fits(type)) return type;
+  TensorType fallback = TensorType::F16;
+  if (type == TensorType::Q4_K) fallback = TensorType::Q5_0;
+  if (type == TensorType::Q5_K || type == TensorType::Q6_K) fallback = TensorType::Q8_0;
+  return fits(fallback) ? fallback : TensorType::F16;
 }
 
-std::vector<TensorPlan> plan_quantization(const gguf::File& input, TensorType target) {
+TensorType planned_type(const gguf::TensorInfo& tensor, TensorType target) {
+  if (!allows_quantization(tensor)) return tensor.type;
+  return with_fallback(tensor, target);
+}
+
+MixModel mix_model(const gguf::File& input) {
+  MixModel m;
+  m.arch = std::string(input.get_string_opt("general.architecture").value_or(""));
+  m.n_layer = input.get_int_opt(m.arch + ".block_count").value_or(0);
+  m.n_expert = input.get_int_opt(m.arch + ".expert_count").value_or(0);
+  if (m.n_layer == 0) {  // no hyperparameter: the layers the tensor names show
+    for (const auto& t : input.tensors())
+      m.n_layer = std::max<int64_t>(m.n_layer, layer_of(t.name) + 1);
+  }
+  return m;
+}
+
+std::vector<TensorType> mix_types(std::span<const gguf::TensorInfo* const> tensors,
+                                  QuantizeTarget target, const MixModel& model) {
+  const TensorType base = target.type;
+  const bool q4_k_m = base == TensorType::Q4_K, falcon = model.arch == "falcon";
+  const bool tied = std::none_of(tensors.begin(), tensors.end(), [](const gguf::TensorInfo* t) {
+    return category_of(t->name) == Category::kOutput;
+  });
+  const int64_t n_attn_v = std::count_if(tensors.begin(), tensors.end(), [](const auto* t) {
+    return category_of(t->name) == Category::kAttnV;
+  });
+  const int64_t n_layer = model.n_layer, n_expert = std::max<int64_t>(1, model.n_expert);
+  int64_t i_attn_v = 0, i_ffn_down = 0;
+  std::vector<TensorType> types;
+  types.reserve(tensors.size());
+  for (const gguf::TensorInfo* t : tensors) {
+    if (!allows_quantization(*t)) {
+      types.push_back(t->type);
+      continue;
+    }
+    TensorType type = base;
+    const Category category = category_of(t->name);
+    if (!target.mix) {
+      types.push_back(type);
+      continue;
+    }
+    if (category == Category::kOutput || (tied && category == Category::kTokenEmbd)) {
+      type = falcon || t->ne[0] % gguf::traits(base).block_elems != 0 ? TensorType::Q8_0
+                                                                      : TensorType::Q6_K;
+    } else if (category == Category::kAttnV) {
+      if (use_more_bits(i_attn_v, n_attn_v)) type = TensorType::Q6_K;
+      if (model.n_expert == 8) type = TensorType::Q8_0;
+      ++i_attn_v;
+    } else if (category == Category::kAttnK) {
+      if (model.n_expert == 8) type = TensorType::Q8_0;
+    } else if (category == Category::kFfnDown) {
+      int64_t i_layer = i_ffn_down;
+      if (n_expert > 1) {
+        int layer = -1;
+        if (std::sscanf(t->name.c_str(), "blk.%d.", &layer) != 1 || layer < 0 || layer >= n_layer) {
+          throw FormatError(fmt::format(
+              "quantize: cannot tell the layer of tensor '{}' (of {} layers)", t->name, n_layer));
+        }
+        i_layer = layer;
+      }
+      if (q4_k_m && falcon) {
+        type = i_layer < n_layer / 16            ? TensorType::Q6_K
+               : use_more_bits(i_layer, n_layer) ? TensorType::Q5_K
+                                                 : TensorType::Q4_K;
+      } else if (use_more_bits(i_layer, n_layer)) {
+        type = TensorType::Q6_K;
+      }
+      ++i_ffn_down;
+    } else if (category == Category::kAttnOutput) {
+      if (!falcon && model.n_expert == 8 && q4_k_m) type = TensorType::Q5_K;
+    }
+    types.push_back(type);
+  }
+  return types;
+}
+
+std::vector<TensorPlan> plan_quantization(const gguf::File& input, QuantizeTarget target) {
   (void)llama_file_type(target);  // rejects types that are no target
   if (const auto count = input.get_int_opt("split.count"); count && *count > 1) {
     throw Unsupported(
@@ -206,9 +318,25 @@ std::vector<TensorPlan> plan_quantization(const gguf::File& input, TensorType ta
   for (const auto& t : input.tensors()) {
     TensorPlan plan;
     plan.source = &t;
-    plan.type = planned_type(t, target);
+    plans.push_back(plan);
+  }
+  // llama-quantize's order, which is also the order its mix rules count layers in.
+  std::stable_sort(plans.begin(), plans.end(), [](const TensorPlan& a, const TensorPlan& b) {
+    const int la = layer_of(a.source->name), lb = layer_of(b.source->name);
+    if (la != lb) return la < lb;
+    return a.source->name < b.source->name;
+  });
+  std::vector<const gguf::TensorInfo*> ordered;
+  ordered.reserve(plans.size());
+  for (const auto& plan : plans) ordered.push_back(plan.source);
+  const auto chosen = mix_types(ordered, target, mix_model(input));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    TensorPlan& plan = plans[i];
+    const gguf::TensorInfo& t = *plan.source;
+    const bool allowed = allows_quantization(t);
+    plan.type = allowed ? with_fallback(t, chosen[i]) : t.type;
     plan.convert = plan.type != t.type;
-    plan.fallback = allows_quantization(t) && plan.type != target;
+    plan.fallback = allowed && plan.type != chosen[i];
     if (plan.convert && !is_float_type(t.type)) {
       if (is_block_quantized(t.type)) {
         throw Unsupported(fmt::format(
@@ -221,18 +349,12 @@ std::vector<TensorPlan> plan_quantization(const gguf::File& input, TensorType ta
                       "converted to {}",
                       t.name, gguf::type_name(t.type), gguf::type_name(plan.type)));
     }
-    plans.push_back(plan);
   }
-  std::stable_sort(plans.begin(), plans.end(), [](const TensorPlan& a, const TensorPlan& b) {
-    const int la = layer_of(a.source->name), lb = layer_of(b.source->name);
-    if (la != lb) return la < lb;
-    return a.source->name < b.source->name;
-  });
   return plans;
 }
 
 QuantizeSummary quantize_model(const gguf::File& input, const std::filesystem::path& output,
-                               TensorType target, kernels::ThreadPool& pool,
+                               QuantizeTarget target, kernels::ThreadPool& pool,
                                const std::function<void(const QuantizeProgress&)>& progress,
                                int64_t chunk_elements) {
   const std::filesystem::path input_path = input.path();

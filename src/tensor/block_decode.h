@@ -56,6 +56,19 @@ inline void decode_q4_0(const BlockQ4_0& b, float* out) {  // out: [32]
   }
 }
 
+// ggml's dequantize_row_q5_0: ((nibble | fifth bit << 4) - 16) * d, one rounding.
+inline void decode_q5_0(const BlockQ5_0& b, float* out) {  // out: [32]
+  const float d = load_fp16(b.d);
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, sizeof qh);
+  for (int i = 0; i < 16; ++i) {
+    const int lo = static_cast<int>((b.qs[i] & 0x0F) | (((qh >> i) & 1u) << 4)) - 16;
+    const int hi = static_cast<int>((b.qs[i] >> 4) | (((qh >> (i + 16)) & 1u) << 4)) - 16;
+    out[i] = static_cast<float>(lo) * d;
+    out[i + 16] = static_cast<float>(hi) * d;
+  }
+}
+
 // Elements [32*sub, 32*sub + 32) of a Q4_K block, sub < 8.
 inline void decode_q4_k(const BlockQ4_K& b, int sub, float* out) {  // out: [32]
   uint8_t sc, m;
@@ -66,6 +79,21 @@ inline void decode_q4_k(const BlockQ4_K& b, int sub, float* out) {  // out: [32]
   const int shift = 4 * (sub % 2);
   for (int l = 0; l < 32; ++l) {
     out[l] = mul_then_sub(d1, static_cast<float>((q[l] >> shift) & 0xF), m1);
+  }
+}
+
+// Elements [32*sub, 32*sub + 32) of a Q5_K block, sub < 8: (d*sc)*q - dmin*m as ggml's
+// dequantize_row_q5_K, two roundings.
+inline void decode_q5_k(const BlockQ5_K& b, int sub, float* out) {  // out: [32]
+  uint8_t sc, m;
+  scale_min_q4_k(sub, b.scales, sc, m);
+  const float d1 = load_fp16(b.d) * sc;
+  const float m1 = load_fp16(b.dmin) * m;
+  const uint8_t* q = b.qs + 32 * (sub / 2);
+  const int shift = 4 * (sub % 2);
+  for (int l = 0; l < 32; ++l) {
+    const int code = ((q[l] >> shift) & 0xF) + (((b.qh[l] >> sub) & 1) << 4);
+    out[l] = mul_then_sub(d1, static_cast<float>(code), m1);
   }
 }
 

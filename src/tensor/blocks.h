@@ -21,6 +21,15 @@ struct BlockQ4_0 {
   uint8_t qs[16];
 };
 
+// 32 weights: 5-bit codes q in 0..31, value = d * (q - 16). Element i < 16 takes its low 4 bits
+// from the low nibble of qs[i], element i + 16 from the high nibble of qs[i]; element e's fifth
+// bit is bit e of qh read as a little-endian uint32.
+struct BlockQ5_0 {
+  uint16_t d;  // fp16 scale
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+
 // 256 weights in 8 sub-blocks of 32. Sub-block j has a 6-bit scale sc[j] and a 6-bit min m[j]
 // packed into `scales` (see scale_min_q4_k); value = (d * sc[j]) * nibble - (dmin * m[j]).
 // Sub-block j's 32 nibbles are the low (j even) or high (j odd) nibbles of qs[32 * (j / 2) + l].
@@ -28,6 +37,18 @@ struct BlockQ4_K {
   uint16_t d;     // fp16 super-block scale of the scales
   uint16_t dmin;  // fp16 super-block scale of the mins
   uint8_t scales[12];
+  uint8_t qs[128];
+};
+
+// 256 weights in 8 sub-blocks of 32, scales and mins packed as Q4_K's (scale_min_q4_k); value =
+// (d * sc[j]) * q - (dmin * m[j]) with q a 5-bit code. In each pair of sub-blocks p (elements
+// 64p..64p+63), element 64p + l (l < 32) takes its low 4 bits from the low nibble of qs[32p + l]
+// and its fifth bit from bit 2p of qh[l]; element 64p + 32 + l the high nibble and bit 2p + 1.
+struct BlockQ5_K {
+  uint16_t d;     // fp16 super-block scale of the scales
+  uint16_t dmin;  // fp16 super-block scale of the mins
+  uint8_t scales[12];
+  uint8_t qh[32];
   uint8_t qs[128];
 };
 
@@ -45,6 +66,18 @@ struct BlockQ6_K {
 static_assert(sizeof(BlockQ8_0) == 34 && offsetof(BlockQ8_0, qs) == 2);
 static_assert(sizeof(BlockQ4_0) == 18 && offsetof(BlockQ4_0, qs) == 2);
 static_assert(sizeof(BlockQ4_K) == 144 && offsetof(BlockQ4_K, qs) == 16);
+// Activations for K-quant weights (ggml's block_q8_K, never stored in files): 256 codes with a
+// float scale, value = d * qs[i]; bsums[k] is the sum of codes 16k..16k+15.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
+
+static_assert(sizeof(BlockQ5_0) == 22 && offsetof(BlockQ5_0, qs) == 6);
+static_assert(sizeof(BlockQ5_K) == 176 && offsetof(BlockQ5_K, qh) == 16 &&
+              offsetof(BlockQ5_K, qs) == 48);
+static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockQ6_K) == 210 && offsetof(BlockQ6_K, d) == 208);
 
 }  // namespace augur::tensor

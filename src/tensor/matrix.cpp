@@ -14,7 +14,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::string_view kDecodable = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K";
+constexpr std::string_view kDecodable = "F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K";
 
 std::string shape_string(const std::vector<int64_t>& ne) {
   return fmt::format("[{}]", fmt::join(ne, ", "));
@@ -29,7 +29,9 @@ bool has_decoder(TensorType type) {
     case TensorType::BF16:
     case TensorType::Q8_0:
     case TensorType::Q4_0:
+    case TensorType::Q5_0:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K: return true;
     default: return false;
   }
@@ -98,6 +100,18 @@ void dequantize_row(TensorType type, const uint8_t* src, float* dst, int64_t n) 
     case TensorType::Q4_0: {
       const auto* blocks = reinterpret_cast<const BlockQ4_0*>(src);
       for (int64_t b = 0; b < n / 32; ++b) decode_q4_0(blocks[b], dst + 32 * b);
+      return;
+    }
+    case TensorType::Q5_0: {
+      const auto* blocks = reinterpret_cast<const BlockQ5_0*>(src);
+      for (int64_t b = 0; b < n / 32; ++b) decode_q5_0(blocks[b], dst + 32 * b);
+      return;
+    }
+    case TensorType::Q5_K: {
+      const auto* blocks = reinterpret_cast<const BlockQ5_K*>(src);
+      for (int64_t part = 0; part < n / 32; ++part) {
+        decode_q5_k(blocks[part / 8], static_cast<int>(part % 8), dst + 32 * part);
+      }
       return;
     }
     case TensorType::Q4_K: {

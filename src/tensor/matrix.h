@@ -1,5 +1,6 @@
 // Weight dtypes: half/bfloat conversions, the Matrix view of a GGUF 2-D weight, and exact decoding
-// of one row of any type augur computes with (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K).
+// of one row of any type augur computes with (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K,
+// Q6_K).
 // Owns no data: a Matrix points into the gguf::File mapping and must not outlive it.
 // Matrix products live in kernels/; block layouts in tensor/blocks.h; encoding in
 // tensor/quantize.h.
@@ -41,7 +42,7 @@ struct Matrix {
   static Matrix from(const gguf::TensorInfo& t);
 };
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K.
 bool has_decoder(gguf::TensorType type);
 
 // Exact decoding of n elements (n a multiple of the block size) from the start of a row, with the

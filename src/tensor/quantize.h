@@ -1,8 +1,10 @@
 // Encoding f32 rows into the weight types augur decodes (for `augur quantize` and for tests).
-// Q8_0 and Q4_0 reproduce ggml's reference quantizers bit for bit, which is what llama-quantize
-// writes for them without an importance matrix. Q4_K and Q6_K use a simple one-pass min/max scheme
-// (not ggml's iterative search): valid files that decode within half a quantization step of the
-// input, but not byte-identical to llama-quantize's output.
+// Every quantized type repeats ggml's reference quantizer (quantize_row_*_ref) operation for
+// operation, which is what llama-quantize writes without an importance matrix: Q8_0, Q4_0, Q5_0,
+// and the K-quants Q4_K, Q5_K (make_qkx2_quants' search over trial scales) and Q6_K
+// (make_qx_quants, rmse_type 1). Q8_0/Q4_0 are checked byte for byte against llama-quantize files;
+// the others only against the algorithm (no llama-quantize K-quant file is at hand;
+// docs/kernels.md, "Quantizers").
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 namespace augur::tensor {
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K.
 bool has_quantizer(gguf::TensorType type);
 
 // Encodes n floats (n a multiple of the block size) as one row of `type` into dst, which holds

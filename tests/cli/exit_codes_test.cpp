@@ -186,7 +186,7 @@ std::vector<ExitCase> exit_cases() {
        "run -m {tiny} " + r + " --draft ngram --draft-max 33",
        2,
        {"invalid argument", "--draft-max 33"}},
-      {"QuantizeUnknownType", "quantize {tiny} {out} Q5_K", 2, {"invalid argument", "Q5_K"}},
+      {"QuantizeUnknownType", "quantize {tiny} {out} Q3_K", 2, {"invalid argument", "Q3_K"}},
       {"BenchRunNoRepeats",
        "bench run -m {tiny} --prompts {prompts} --out {out} --repeats 0",
        2,

@@ -1,7 +1,8 @@
 // `augur quantize` end to end through the real binary: Q8_0/Q4_0 files identical to the ones
 // llama-quantize --pure made (tiny-llama-Q8_0/Q4_0.gguf) and logits equal to their references
-// but for near-tie roundings; Q4_K/Q6_K files that load and stay close to the F32 model;
-// llama.cpp's tensor selection and fallbacks; and the error cases, which leave no file behind.
+// but for near-tie roundings; Q5_0/Q4_K/Q5_K/Q6_K and Q4_K_M files that load and stay close to the
+// F32 model; llama.cpp's tensor selection, mixes and fallbacks; and the error cases, which leave no
+// file behind.
 #include "tensor/quantize.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -273,7 +276,7 @@ TEST_F(QuantizeTest, QuantizingToTheTypeAlreadyThereCopiesTheFile) {
   EXPECT_TRUE(testing::slurp(out) == testing::slurp(fixture("tiny-llama-Q4_0.gguf")));
 }
 
-// ---- Q4_K / Q6_K: no llama.cpp file to equal, so a bound against the F32 model ----
+// ---- Q4_K / Q5_K / Q6_K / Q5_0: no llama.cpp file to equal, so a bound against the F32 model ----
 //
 // The yardstick is llama.cpp's own quantization of the same model, read from the fixtures: how far
 // the Q4_0 / Q8_0 files' upcast logits lie from the F32 model's. This random-weight model is very
@@ -282,6 +285,8 @@ TEST_F(QuantizeTest, QuantizingToTheTypeAlreadyThereCopiesTheFile) {
 // brittle. Logit error grows with the quantization step:
 // - Q4_K has Q4_0's budget (4-bit codes per 32 weights with an f16-coded scale, plus a min):
 //   expected step ratio 1 to Q4_0.
+// - Q5_K's step is (max - min)/31 <= 2 amax/31 per 32 weights against Q4_0's amax/8: 16/31 of it.
+// - Q5_0's step is amax/16 per 32 weights, half of Q4_0's amax/8.
 // - Q6_K's step is at most amax/31.5 over 16 weights against Q8_0's amax/127 over 32: at most
 //   127/31.5 times coarser than Q8_0.
 // Allowed: rms within 1.25x and max-abs within 1.5x of (step ratio x yardstick), and top-token
@@ -341,7 +346,7 @@ TEST_P(KQuantTypes, EveryMatrixGetsTheTypeAndTheRestIsKept) {
     EXPECT_EQ(t.ne, src.ne);
     // Matrices (token_embd and output included, as --pure) get the type; 1-D norms stay F32.
     const TensorType expected =
-        src.ne.size() >= 2 ? model::parse_quantize_target(c.type) : src.type;
+        src.ne.size() >= 2 ? model::parse_quantize_target(c.type).type : src.type;
     EXPECT_EQ(gguf::type_name(t.type), gguf::type_name(expected)) << t.name;
     if (t.type == src.type) {
       EXPECT_EQ(std::memcmp(t.data, src.data, src.n_bytes), 0) << t.name;
@@ -371,11 +376,17 @@ TEST_P(KQuantTypes, BoundRejectsAFileWithOneTensorsNibblesSwapped) {
       good, bad, [](const gguf::TensorInfo& t, std::vector<uint8_t>& bytes) {
         if (t.name != "blk.3.ffn_down.weight") return false;
         // Q4_K: d, dmin (4 bytes) and 12 scale bytes, then 128 bytes of nibbles.
+        // Q5_K: the same with 32 bytes of fifth bits before the nibbles.
         // Q6_K: 128 bytes of low nibbles first (then qh, scales, d).
-        const bool q4_k = t.type == TensorType::Q4_K;
-        const size_t block = gguf::traits(t.type).block_bytes, first = q4_k ? 16 : 0;
+        const size_t block = gguf::traits(t.type).block_bytes;
+        // Q5_0: d and 4 bytes of fifth bits, then 16 bytes of nibbles.
+        const size_t first = t.type == TensorType::Q4_K   ? 16
+                             : t.type == TensorType::Q5_K ? 48
+                             : t.type == TensorType::Q5_0 ? 6
+                                                          : 0;
+        const size_t count = t.type == TensorType::Q5_0 ? 16 : 128;
         for (size_t b = 0; b < bytes.size(); b += block) {
-          for (size_t i = first; i < first + 128; ++i) {
+          for (size_t i = first; i < first + count; ++i) {
             bytes[b + i] = static_cast<uint8_t>((bytes[b + i] >> 4) | (bytes[b + i] << 4));
           }
         }
@@ -388,8 +399,174 @@ TEST_P(KQuantTypes, BoundRejectsAFileWithOneTensorsNibblesSwapped) {
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantTypes,
                          ::testing::Values(KQuantCase{"Q4_K", "Q4_0", 1.0, 15},
+                                           KQuantCase{"Q5_K", "Q4_0", 16.0 / 31, 17},
+                                           KQuantCase{"Q5_0", "Q4_0", 0.5, 8},
                                            KQuantCase{"Q6_K", "Q8_0", 127.0 / 31.5, 18}),
                          [](const auto& info) { return info.param.type; });
+
+// ---- the Q4_K_M / Q5_K_M mixes: llama-quantize's per-tensor choices ----
+
+// A llama-shaped tensor list in llama-quantize's order (non-layer tensors first, then layer by
+// layer, names sorted), with F16 matrices of `cols` columns.
+std::vector<gguf::TensorInfo> llama_tensors(int n_layer, bool with_output, int64_t cols = 4096,
+                                            bool experts = false) {
+  std::vector<gguf::TensorInfo> t;
+  const auto add = [&](std::string name, std::vector<int64_t> ne, TensorType type) {
+    gguf::TensorInfo info;
+    info.name = std::move(name);
+    info.ne = std::move(ne);
+    info.type = type;
+    t.push_back(std::move(info));
+  };
+  if (with_output) add("output.weight", {cols, 32000}, TensorType::F16);
+  add("output_norm.weight", {cols}, TensorType::F32);
+  add("token_embd.weight", {cols, 32000}, TensorType::F16);
+  std::vector<int> layers(n_layer);
+  for (int i = 0; i < n_layer; ++i) layers[i] = i;
+  // Sorted by layer number, then by name (as the loader's comparator).
+  for (int i : layers) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add(p + "attn_k.weight", {cols, 1024}, TensorType::F16);
+    add(p + "attn_norm.weight", {cols}, TensorType::F32);
+    add(p + "attn_output.weight", {cols, cols}, TensorType::F16);
+    add(p + "attn_q.weight", {cols, cols}, TensorType::F16);
+    add(p + "attn_v.weight", {cols, 1024}, TensorType::F16);
+    if (experts) {
+      add(p + "ffn_down_exps.weight", {14336, cols, 8}, TensorType::F16);
+      add(p + "ffn_gate_exps.weight", {cols, 14336, 8}, TensorType::F16);
+      add(p + "ffn_gate_inp.weight", {cols, 8}, TensorType::F32);
+      add(p + "ffn_up_exps.weight", {cols, 14336, 8}, TensorType::F16);
+    } else {
+      add(p + "ffn_down.weight", {14336, cols}, TensorType::F16);
+      add(p + "ffn_gate.weight", {cols, 14336}, TensorType::F16);
+      add(p + "ffn_up.weight", {cols, 14336}, TensorType::F16);
+    }
+    add(p + "ffn_norm.weight", {cols}, TensorType::F32);
+  }
+  return t;
+}
+
+std::map<std::string, TensorType> mix_of(const std::vector<gguf::TensorInfo>& tensors,
+                                         const std::string& target, const model::MixModel& m) {
+  std::vector<const gguf::TensorInfo*> ptrs;
+  for (const auto& t : tensors) ptrs.push_back(&t);
+  const auto types = model::mix_types(ptrs, model::parse_quantize_target(target), m);
+  std::map<std::string, TensorType> out;
+  for (size_t i = 0; i < tensors.size(); ++i) out[tensors[i].name] = types[i];
+  return out;
+}
+
+// use_more_bits(i, 32): i < 4, i >= 28, or (i - 4) % 3 == 2.
+const std::set<int> kMoreBits32 = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
+
+TEST(QuantizeMix, Q4_K_MOnALlama7BShapedModel) {
+  const auto types = mix_of(llama_tensors(32, true), "Q4_K_M", {"llama", 32, 0});
+  EXPECT_EQ(types.at("output.weight"), TensorType::Q6_K);
+  EXPECT_EQ(types.at("token_embd.weight"), TensorType::Q4_K);  // untied: the default
+  EXPECT_EQ(types.at("output_norm.weight"), TensorType::F32);  // not quantized
+  for (int i = 0; i < 32; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const TensorType more = kMoreBits32.count(i) ? TensorType::Q6_K : TensorType::Q4_K;
+    EXPECT_EQ(types.at(p + "attn_v.weight"), more) << i;
+    EXPECT_EQ(types.at(p + "ffn_down.weight"), more) << i;
+    for (const char* name : {"attn_q.weight", "attn_k.weight", "attn_output.weight",
+                             "ffn_gate.weight", "ffn_up.weight"}) {
+      EXPECT_EQ(types.at(p + name), TensorType::Q4_K) << p << name;
+    }
+    EXPECT_EQ(types.at(p + "attn_norm.weight"), TensorType::F32);
+  }
+}
+
+TEST(QuantizeMix, Q5_K_MUsesQ5_KWithTheSameQ6_KLayers) {
+  const auto types = mix_of(llama_tensors(32, true), "Q5_K_M", {"llama", 32, 0});
+  EXPECT_EQ(types.at("output.weight"), TensorType::Q6_K);
+  EXPECT_EQ(types.at("token_embd.weight"), TensorType::Q5_K);
+  for (int i = 0; i < 32; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const TensorType more = kMoreBits32.count(i) ? TensorType::Q6_K : TensorType::Q5_K;
+    EXPECT_EQ(types.at(p + "attn_v.weight"), more) << i;
+    EXPECT_EQ(types.at(p + "ffn_down.weight"), more) << i;
+    EXPECT_EQ(types.at(p + "attn_q.weight"), TensorType::Q5_K) << i;
+  }
+}
+
+TEST(QuantizeMix, TiedEmbeddingsGetTheOutputRuleAndOddWidthsQ8_0) {
+  // No output.weight: token_embd is the output matrix too.
+  auto types = mix_of(llama_tensors(8, false), "Q4_K_M", {"llama", 8, 0});
+  EXPECT_EQ(types.at("token_embd.weight"), TensorType::Q6_K);
+  // use_more_bits(i, 8): i < 1, i >= 7, or (i - 1) % 3 == 2.
+  for (int i = 0; i < 8; ++i) {
+    const bool more = i == 0 || i == 3 || i == 6 || i == 7;
+    EXPECT_EQ(types.at("blk." + std::to_string(i) + ".attn_v.weight"),
+              more ? TensorType::Q6_K : TensorType::Q4_K)
+        << i;
+  }
+  // A width that is no multiple of 256: the output matrix becomes Q8_0 (the rule itself, not a
+  // fallback); other matrices keep the rule's type here and fall back at planning time.
+  types = mix_of(llama_tensors(2, true, 2880), "Q4_K_M", {"llama", 2, 0});
+  EXPECT_EQ(types.at("output.weight"), TensorType::Q8_0);
+  gguf::TensorInfo q;
+  q.ne = {2880, 64};
+  EXPECT_EQ(model::with_fallback(q, TensorType::Q4_K), TensorType::Q5_0);
+  EXPECT_EQ(model::with_fallback(q, TensorType::Q6_K), TensorType::Q8_0);
+  EXPECT_EQ(model::with_fallback(q, TensorType::Q5_K), TensorType::Q8_0);
+}
+
+TEST(QuantizeMix, EightExpertsAndFalconRules) {
+  // 8 experts (Mixtral-like): attn_v and attn_k Q8_0, attn_output Q5_K, ffn_down_exps by the layer
+  // number in its name; the router stays F32.
+  auto types = mix_of(llama_tensors(32, true, 4096, true), "Q4_K_M", {"llama", 32, 8});
+  for (int i = 0; i < 32; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(types.at(p + "attn_v.weight"), TensorType::Q8_0) << i;
+    EXPECT_EQ(types.at(p + "attn_k.weight"), TensorType::Q8_0) << i;
+    EXPECT_EQ(types.at(p + "attn_output.weight"), TensorType::Q5_K) << i;
+    EXPECT_EQ(types.at(p + "ffn_down_exps.weight"),
+              kMoreBits32.count(i) ? TensorType::Q6_K : TensorType::Q4_K)
+        << i;
+    EXPECT_EQ(types.at(p + "ffn_gate_inp.weight"), TensorType::F32) << i;
+  }
+  // Falcon, Q4_K_M: output Q8_0; ffn_down Q6_K below n_layer/16, Q5_K where use_more_bits, else
+  // Q4_K.
+  types = mix_of(llama_tensors(32, true), "Q4_K_M", {"falcon", 32, 0});
+  EXPECT_EQ(types.at("output.weight"), TensorType::Q8_0);
+  for (int i = 0; i < 32; ++i) {
+    const TensorType want = i < 2                      ? TensorType::Q6_K
+                            : kMoreBits32.count(i) > 0 ? TensorType::Q5_K
+                                                       : TensorType::Q4_K;
+    EXPECT_EQ(types.at("blk." + std::to_string(i) + ".ffn_down.weight"), want) << i;
+  }
+}
+
+TEST(QuantizeMix, PureTargetsGiveEveryAllowedTensorTheirType) {
+  const auto types = mix_of(llama_tensors(4, true), "Q4_K", {"llama", 4, 0});
+  for (const auto& [name, type] : types) {
+    const bool norm = name.find("_norm") != std::string::npos;
+    EXPECT_EQ(type, norm ? TensorType::F32 : TensorType::Q4_K) << name;
+  }
+}
+
+// End to end on tiny-llama (4 layers: use_more_bits picks layers 2 and 3): the file's types follow
+// the rules, general.file_type is LLAMA_FTYPE_MOSTLY_Q4_K_M, and the logits stay within Q4_K's
+// bound against the F32 model.
+TEST_F(QuantizeTest, Q4_K_MFileFollowsTheMixAndStaysClose) {
+  const auto out = path("mix.gguf");
+  const auto r = quantize(fixture("tiny-llama.gguf"), out, "q4_k_m");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto got = gguf::File::open(out);
+  EXPECT_EQ(got->get_int("general.file_type"), 15);
+  EXPECT_EQ(got->tensor("output.weight").type, TensorType::Q6_K);
+  EXPECT_EQ(got->tensor("token_embd.weight").type, TensorType::Q4_K);
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const TensorType more = i >= 2 ? TensorType::Q6_K : TensorType::Q4_K;
+    EXPECT_EQ(got->tensor(p + "attn_v.weight").type, more) << i;
+    EXPECT_EQ(got->tensor(p + "ffn_down.weight").type, more) << i;
+    EXPECT_EQ(got->tensor(p + "attn_q.weight").type, TensorType::Q4_K) << i;
+  }
+  const KQuantCase bound{"Q4_K_M", "Q4_0", 1.0, 15};
+  EXPECT_EQ(k_quant_bound_violation(bound, prompt_logits(out, Reference("tiny-llama"))), "");
+}
 
 // ---- which tensors are converted, to what, in which order (a synthetic model) ----
 
@@ -500,9 +677,12 @@ INSTANTIATE_TEST_SUITE_P(
     Types, TensorSelection,
     ::testing::Values(SelectionCase{"Q8_0", expected_for(TensorType::Q8_0, TensorType::Q8_0), 1},
                       SelectionCase{"Q4_0", expected_for(TensorType::Q4_0, TensorType::Q4_0), 1},
-                      // Rows of 96 fall back to Q8_0 (llama.cpp: Q8_0 for Q6_K, Q5_0 for Q4_K),
-                      // rows of 40 to F16.
-                      SelectionCase{"Q4_K", expected_for(TensorType::Q4_K, TensorType::Q8_0), 2},
+                      SelectionCase{"Q5_0", expected_for(TensorType::Q5_0, TensorType::Q5_0), 1},
+                      // Rows of 96 fall back as llama.cpp's do: Q5_0 for Q4_K, Q8_0 for Q6_K;
+                      // Q8_0 for Q5_K (llama.cpp: Q5_1, which augur does not have); rows of 40
+                      // to F16.
+                      SelectionCase{"Q4_K", expected_for(TensorType::Q4_K, TensorType::Q5_0), 2},
+                      SelectionCase{"Q5_K", expected_for(TensorType::Q5_K, TensorType::Q8_0), 2},
                       SelectionCase{"Q6_K", expected_for(TensorType::Q6_K, TensorType::Q8_0), 2}),
     [](const auto& info) { return info.param.type; });
 
@@ -532,10 +712,11 @@ TEST_F(QuantizeTest, F16ModelWithTiedEmbeddingsQuantizesAndRuns) {
 // ---- errors: exit codes, messages, and no file left behind ----
 
 TEST_F(QuantizeTest, UnknownTypeIsRejectedListingTheAllowedOnes) {
-  const auto r = quantize(fixture("tiny-llama.gguf"), path("out.gguf"), "Q5_K");
+  const auto r = quantize(fixture("tiny-llama.gguf"), path("out.gguf"), "Q3_K");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("unknown type 'Q5_K'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("Q8_0, Q4_0, Q4_K, Q6_K"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown type 'Q3_K'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M"), std::string::npos)
+      << r.err;
   EXPECT_TRUE(files_except().empty());
 }
 

@@ -55,8 +55,10 @@ Weights make_weights(TensorType type, int64_t rows, int64_t cols, uint32_t seed)
     for (size_t at = 0; at < w.bytes.size(); at += traits.block_bytes) {
       switch (type) {
         case TensorType::Q8_0:
-        case TensorType::Q4_0: put_fp16(w.bytes, at, (rng() % 2 ? -1 : 1) * scale(rng)); break;
+        case TensorType::Q4_0:
+        case TensorType::Q5_0: put_fp16(w.bytes, at, (rng() % 2 ? -1 : 1) * scale(rng)); break;
         case TensorType::Q4_K:
+        case TensorType::Q5_K:
           put_fp16(w.bytes, at, scale(rng));
           put_fp16(w.bytes, at + 2, scale(rng));
           break;
@@ -82,16 +84,39 @@ struct Reference {
   std::vector<double> magnitude;  // [M, rows]: sum |w x|, the scale of rounding error
 };
 
-// The activations the kernel multiplies: x itself, or for Q8_0/Q4_0 weights x after Q8_0
-// quantization (decoded back to floats, d * q, exactly representable in double).
+// The activations the kernel multiplies: x itself, or for Q8_0/Q4_0/Q5_0 weights x after Q8_0
+// quantization, for K-quant weights x after Q8_K quantization (decoded back to floats, d * q,
+// exactly representable in double).
 std::vector<double> effective_activations(gguf::TensorType type, const std::vector<float>& x,
                                           int64_t M, int64_t cols) {
-  if (!uses_q8_activations(type)) return {x.begin(), x.end()};
-  std::vector<int8_t> q(x.size());
-  std::vector<float> d(x.size() / 32);
-  quantize_rows_q8_0(x.data(), M, cols, q.data(), d.data());
   std::vector<double> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = double(d[i / 32]) * q[i];
+  std::vector<int8_t> q(x.size());
+  if (uses_q8_activations(type)) {
+    std::vector<float> d(x.size() / 32);
+    quantize_rows_q8_0(x.data(), M, cols, q.data(), d.data());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = double(d[i / 32]) * q[i];
+  } else if (uses_q8_k_activations(type)) {
+    std::vector<float> d(x.size() / 256);
+    std::vector<int16_t> bsums(x.size() / 16);
+    quantize_rows_q8_k(x.data(), M, cols, q.data(), d.data(), bsums.data());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = double(d[i / 256]) * q[i];
+  } else {
+    out.assign(x.begin(), x.end());
+  }
+  return out;
+}
+
+// For weights with a super-block min (Q4_K/Q5_K), the row decoded with one of the two fp16
+// super-scales zeroed: `which` 0 keeps only d * sc * q, 1 only -dmin * m (both exact products).
+std::vector<float> decoded_part(const tensor::Matrix& w, int64_t r, int which) {
+  std::vector<uint8_t> bytes(w.row(r), w.row(r) + w.row_bytes);
+  const size_t block = gguf::traits(w.type).block_bytes;
+  for (size_t at = 0; at < bytes.size(); at += block) {
+    bytes[at + (which == 0 ? 2 : 0)] = 0;
+    bytes[at + (which == 0 ? 3 : 1)] = 0;
+  }
+  std::vector<float> out(static_cast<size_t>(w.cols));
+  tensor::dequantize_row(w.type, bytes.data(), out.data(), w.cols);
   return out;
 }
 
@@ -101,14 +126,20 @@ Reference reference(const tensor::Matrix& w, const std::vector<float>& x_in, int
   ref.y.assign(static_cast<size_t>(M * w.rows), 0.0);
   ref.magnitude.assign(ref.y.size(), 0.0);
   std::vector<float> row(static_cast<size_t>(w.cols));
+  const bool has_mins = w.type == TensorType::Q4_K || w.type == TensorType::Q5_K;
   for (int64_t r = 0; r < w.rows; ++r) {
     tensor::dequantize_row(w.type, w.row(r), row.data(), w.cols);
+    // With mins, a weight is a difference of two products whose rounding errors do not cancel:
+    // the scale of the error is the sum of both parts' magnitudes.
+    const auto scaled = has_mins ? decoded_part(w, r, 0) : row;
+    const auto mins = has_mins ? decoded_part(w, r, 1) : std::vector<float>(row.size(), 0.0f);
     for (int64_t m = 0; m < M; ++m) {
       double sum = 0, mag = 0;
       for (int64_t c = 0; c < w.cols; ++c) {
-        const double term = double(row[c]) * x[static_cast<size_t>(m * w.cols + c)];
+        const double xc = x[static_cast<size_t>(m * w.cols + c)];
+        const double term = double(row[c]) * xc;
         sum += term;
-        mag += std::fabs(term);
+        mag += (std::fabs(double(scaled[c])) + std::fabs(double(mins[c]))) * std::fabs(xc);
       }
       ref.y[m * w.rows + r] = sum;
       ref.magnitude[m * w.rows + r] = mag;
@@ -117,14 +148,27 @@ Reference reference(const tensor::Matrix& w, const std::vector<float>& x_in, int
   return ref;
 }
 
-// Index of the first output further than 1e-5 * sum|w x| from the reference, or -1.
-int64_t first_mismatch(const Reference& ref, const std::vector<float>& y) {
+// Index of the first output further than tolerance * sum|w x| from the reference, or -1. The
+// default 1e-5 covers every type; the integer kernels are checked tighter (kIntegerTolerance).
+int64_t first_mismatch(const Reference& ref, const std::vector<float>& y, double tolerance = 1e-5) {
   for (size_t i = 0; i < y.size(); ++i) {
-    if (!(std::fabs(y[i] - ref.y[i]) <= 1e-5 * ref.magnitude[i] + 1e-30)) {
+    if (!(std::fabs(y[i] - ref.y[i]) <= tolerance * ref.magnitude[i] + 1e-30)) {
       return static_cast<int64_t>(i);
     }
   }
   return -1;
+}
+
+// Integer kernels on quantized activations compute sum_b fl(dw * dx_b) * S_b with exact integer
+// lane sums S_b: each term carries the rounding of its scale product, each lane's FMA chain one
+// rounding per block (at most 5 blocks of 32 or 2 super-blocks in these tests), the 3-level lane
+// tree and (Q4_K/Q5_K) the min part's own chain and final additions a few more: at most 12
+// roundings of 2^-24 relative to sum |w x| (|w| the scale and min parts summed for Q4_K/Q5_K),
+// 7.2e-7; checked at 1e-6 (the float kernels at 1e-5).
+constexpr double kIntegerTolerance = 1e-6;
+
+bool integer_kernel(TensorType type) {
+  return uses_q8_activations(type) || uses_q8_k_activations(type);
 }
 
 std::vector<Isa> isas() {
@@ -138,7 +182,8 @@ std::vector<int64_t> test_cols(TensorType type) {
     case TensorType::F16:
     case TensorType::BF16: return {7, 45, 100, 256};
     case TensorType::Q8_0:
-    case TensorType::Q4_0: return {32, 160};
+    case TensorType::Q4_0:
+    case TensorType::Q5_0: return {32, 160};
     default: return {256, 512};
   }
 }
@@ -167,7 +212,8 @@ TEST_P(MatmulTest, MatchesDoubleReferenceForAllShapesAndThreadCounts) {
         for (auto& pool : pools) {
           std::vector<float> y(static_cast<size_t>(M * rows), NAN);
           matmul(w.matrix, x.data(), M, y.data(), pool);
-          const int64_t bad = first_mismatch(ref, y);
+          const int64_t bad =
+              first_mismatch(ref, y, integer_kernel(type) ? kIntegerTolerance : 1e-5);
           ASSERT_EQ(bad, -1) << "cols " << cols << " rows " << rows << " M " << M << " threads "
                              << pool.size() << ": y[" << bad / rows << ", " << bad % rows
                              << "] = " << y[bad] << ", reference " << ref.y[bad];
@@ -183,27 +229,84 @@ TEST_P(MatmulTest, MatchesDoubleReferenceForAllShapesAndThreadCounts) {
   }
 }
 
-// Block scale and signed code of element c of a Q8_0 / Q4_0 row, straight from the bytes.
+// Block scale and signed code of element c of a Q8_0 / Q4_0 / Q5_0 row, straight from the bytes.
 std::pair<float, int> scale_and_code(TensorType type, const uint8_t* row, int64_t c) {
   const size_t block_bytes = gguf::traits(type).block_bytes;
   const uint8_t* block = row + block_bytes * static_cast<size_t>(c / 32);
   uint16_t h;
   std::memcpy(&h, block, 2);
   const int i = static_cast<int>(c % 32);
-  const int code = type == TensorType::Q8_0
-                       ? int{static_cast<int8_t>(block[2 + i])}
-                       : (i < 16 ? (block[2 + i] & 0x0F) : (block[2 + i - 16] >> 4)) - 8;
+  int code = 0;
+  if (type == TensorType::Q8_0) {
+    code = static_cast<int8_t>(block[2 + i]);
+  } else if (type == TensorType::Q4_0) {
+    code = (i < 16 ? (block[2 + i] & 0x0F) : (block[2 + i - 16] >> 4)) - 8;
+  } else {  // Q5_0: d, qh[4], qs[16]
+    uint32_t qh;
+    std::memcpy(&qh, block + 2, 4);
+    const int nibble = i < 16 ? (block[6 + i] & 0x0F) : (block[6 + i - 16] >> 4);
+    code = (nibble | static_cast<int>(((qh >> i) & 1u) << 4)) - 16;
+  }
   return {tensor::fp16_to_fp32(h), code};
 }
 
-// With x = identity, y[m, r] = W[r, m] exactly: the kernel's weights are bit-identical to
-// dequantize_row's. For Q8_0/Q4_0 (integer products on Q8_0 activations) the one-hot activation
-// becomes code 127 with scale dx = fp16(1/127), so y = (dw * dx) * (127 * code), one rounding each:
-// every weight code and scale is still recovered exactly. M = cols also exercises large-M tiling.
+// A K-quant weight's parts, straight from the bytes (layouts in tensor/blocks.h): super-block
+// scales d and dmin, sub-block scale sc and min m, and the code q (Q6_K: q - 32, no min).
+struct KParts {
+  float d = 0, dmin = 0;
+  int sc = 0, m = 0, q = 0;
+};
+
+KParts k_parts(TensorType type, const uint8_t* row, int64_t c) {
+  const size_t block_bytes = gguf::traits(type).block_bytes;
+  const uint8_t* b = row + block_bytes * static_cast<size_t>(c / 256);
+  const int e = static_cast<int>(c % 256);
+  const auto half = [](const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return tensor::fp16_to_fp32(h);
+  };
+  KParts k;
+  if (type == TensorType::Q6_K) {
+    const int h = e / 128, quarter = (e % 128) / 32, l = e % 32;
+    const int low = (b[64 * h + l + 32 * (quarter & 1)] >> (4 * (quarter >> 1))) & 0xF;
+    const int high = (b[128 + 32 * h + l] >> (2 * quarter)) & 3;
+    k.d = half(b + 208);
+    k.sc = static_cast<int8_t>(b[192 + e / 16]);
+    k.q = (low | (high << 4)) - 32;
+    return k;
+  }
+  k.d = half(b);
+  k.dmin = half(b + 2);
+  const int j = e / 32, l = e % 32;
+  const uint8_t* scales = b + 4;
+  if (j < 4) {
+    k.sc = scales[j] & 63;
+    k.m = scales[j + 4] & 63;
+  } else {
+    k.sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+    k.m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+  const uint8_t* qs = b + (type == TensorType::Q4_K ? 16 : 48);
+  k.q = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+  if (type == TensorType::Q5_K) k.q |= ((b[16 + l] >> j) & 1) << 4;
+  return k;
+}
+
+// With x = identity, y[m, r] = W[r, m] for float weights exactly: the kernel's weights are
+// bit-identical to dequantize_row's. The integer kernels multiply quantized activations, so a
+// one-hot row becomes one code with its scale, and the expected float is the kernel's few
+// operations on it, checked to the bit against the weight's codes and scales read from the bytes:
+// - Q8_0/Q4_0/Q5_0: code 127, dx = fp16(1/127); y = (dw * dx) * (127 * code);
+// - Q4_K/Q5_K: code -127, dk = 1 / (-127.f); y = (dk * d) * (sc * q * -127) + (-dk * dmin) *
+//   (m * -127), each product rounded, then the sum;
+// - Q6_K: y = (dk * d) * (sc * q * -127).
+// M = cols also exercises large-M tiling.
 TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
   const TensorType type = std::get<0>(GetParam());
   ThreadPool pool(2);
   const float dx = tensor::fp16_to_fp32(tensor::fp32_to_fp16(1.0f / 127.0f));
+  const float dk = 1.0f / (-127.0f / 1.0f);
   for (int64_t cols : test_cols(type)) {
     const int64_t rows = 19;
     const auto w = make_weights(type, rows, cols, 77);
@@ -219,6 +322,21 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
         if (uses_q8_activations(type)) {
           const auto [dw, code] = scale_and_code(type, w.matrix.row(r), c);
           want = (dw * dx) * static_cast<float>(127 * code);
+          // The codes read from the bytes decode to dequantize_row's weight.
+          ASSERT_EQ(static_cast<float>(code) * dw, row[c]) << r << ", " << c;
+        } else if (uses_q8_k_activations(type)) {
+          const KParts k = k_parts(type, w.matrix.row(r), c);
+          const float scaled = (dk * k.d) * static_cast<float>(k.sc * k.q * -127);
+          if (type == TensorType::Q6_K) {
+            want = scaled;
+            ASSERT_EQ(k.d * static_cast<float>(k.sc) * static_cast<float>(k.q), row[c]);
+          } else {
+            const float min = (-dk * k.dmin) * static_cast<float>(k.m * -127);
+            want = scaled + min;
+            const float d1 = k.d * static_cast<float>(k.sc), m1 = k.dmin * static_cast<float>(k.m);
+            const volatile float product = d1 * static_cast<float>(k.q);
+            ASSERT_EQ(product - m1, row[c]) << r << ", " << c;
+          }
         }
         ASSERT_EQ(y[c * rows + r], want) << r << ", " << c;
       }
@@ -227,54 +345,102 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
 }
 
 // Every path's integer kernels do the float operations of the portable kernel of their order in
-// the same order (lane sums: AVX2, AVX-512 VNNI against the scalar path; block sums: AMX against
-// matmul_rows_block_sums): bitwise equal for M = 1..16, 33, 100 (one tile, several tiles, a
-// partial tile), odd and even block counts, row counts that leave partial row blocks and unpaired
-// rows, and any thread split.
-TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
-  if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
-  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+// the same order: lane sums (AVX2, AVX-512 VNNI; K-quants and Q5_0 run the AVX2 ones on every SIMD
+// path) against the scalar path, block sums (Q8_0/Q4_0 on the amx path) against
+// matmul_rows_block_sums: bitwise equal for M = 1..17, 33, 100 (one tile, several tiles, a partial
+// tile), odd and even block counts, row counts that leave partial row blocks and unpaired rows,
+// and any thread split.
+std::vector<int64_t> agreement_ms() {
   std::vector<int64_t> ms;
-  for (int64_t m = 1; m <= 16; ++m) ms.push_back(m);
+  for (int64_t m = 1; m <= 17; ++m) ms.push_back(m);
   ms.push_back(33);
   ms.push_back(100);
-  uint32_t seed = 100;
-  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
-    for (int64_t cols : {32, 96, 320}) {
-      for (int64_t rows : {1, 7, 23}) {
-        const auto w = make_weights(type, rows, cols, seed++);
-        for (int64_t M : ms) {
-          const auto x = random_activations(M, cols, seed++);
-          std::vector<float> scalar(static_cast<size_t>(M * rows));
-          set_isa_for_testing(Isa::kScalar);
-          matmul(w.matrix, x.data(), M, scalar.data(), pools[0]);
-          // The block-sum order's portable kernel on the same Q8_0 activations.
-          std::vector<int8_t> codes(static_cast<size_t>(M * cols));
-          std::vector<float> scales(static_cast<size_t>(M * cols / 32));
-          quantize_rows_q8_0(x.data(), M, cols, codes.data(), scales.data());
-          std::vector<float> blocks(scalar.size());
-          detail::MatmulArgs args{type, w.matrix.data, w.matrix.row_bytes, rows, cols, x.data(),
-                                  M,    blocks.data()};
-          args.xq = codes.data();
-          args.xd = scales.data();
-          detail::matmul_rows_block_sums(args, 0, rows);
-          for (Isa isa : supported_isas()) {
-            if (isa == Isa::kScalar) continue;
-            set_isa_for_testing(isa);
-            const auto& want = integer_order(isa) == IntegerOrder::kBlockSums ? blocks : scalar;
-            for (auto& pool : pools) {
-              std::vector<float> y(scalar.size(), NAN);
-              matmul(w.matrix, x.data(), M, y.data(), pool);
-              ASSERT_EQ(std::memcmp(want.data(), y.data(), y.size() * 4), 0)
-                  << gguf::type_name(type) << " " << isa_name(isa) << " cols " << cols << " rows "
-                  << rows << " M " << M << " threads " << pool.size();
-            }
-          }
+  return ms;
+}
+
+// Q8_0/Q4_0 in the block-sum order's portable kernel, on x's Q8_0 activations.
+std::vector<float> block_sums(const tensor::Matrix& w, const std::vector<float>& x, int64_t M) {
+  std::vector<int8_t> codes(static_cast<size_t>(M * w.cols));
+  std::vector<float> scales(static_cast<size_t>(M * w.cols / 32));
+  quantize_rows_q8_0(x.data(), M, w.cols, codes.data(), scales.data());
+  std::vector<float> y(static_cast<size_t>(M * w.rows));
+  detail::MatmulArgs args{w.type, w.data, w.row_bytes, w.rows, w.cols, x.data(), M, y.data()};
+  args.xq = codes.data();
+  args.xd = scales.data();
+  detail::matmul_rows_block_sums(args, 0, w.rows);
+  return y;
+}
+
+// Empty when every SIMD path agrees bitwise with the portable kernel of its order on `w`, else the
+// first disagreement.
+std::string first_path_disagreement(const tensor::Matrix& w, ThreadPool* pools, int n_pools,
+                                    uint32_t& seed) {
+  for (int64_t M : agreement_ms()) {
+    const auto x = random_activations(M, w.cols, seed++);
+    std::vector<float> scalar(static_cast<size_t>(M * w.rows));
+    set_isa_for_testing(Isa::kScalar);
+    matmul(w, x.data(), M, scalar.data(), pools[0]);
+    const bool q8 = w.type == TensorType::Q8_0 || w.type == TensorType::Q4_0;
+    const auto blocks = q8 ? block_sums(w, x, M) : std::vector<float>{};
+    for (Isa isa : supported_isas()) {
+      if (isa == Isa::kScalar) continue;
+      set_isa_for_testing(isa);
+      const auto& want = q8 && integer_order(isa) == IntegerOrder::kBlockSums ? blocks : scalar;
+      for (int p = 0; p < n_pools; ++p) {
+        std::vector<float> y(scalar.size(), NAN);
+        matmul(w, x.data(), M, y.data(), pools[p]);
+        if (std::memcmp(want.data(), y.data(), y.size() * 4) != 0) {
+          set_isa_for_testing(select_isa(nullptr));
+          return std::string(gguf::type_name(w.type)) + " " + std::string(isa_name(isa)) +
+                 " cols " + std::to_string(w.cols) + " rows " + std::to_string(w.rows) + " M " +
+                 std::to_string(M) + " threads " + std::to_string(pools[p].size());
         }
       }
     }
   }
   set_isa_for_testing(select_isa(nullptr));
+  return "";
+}
+
+TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
+  if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  uint32_t seed = 100;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K,
+                          TensorType::Q5_K, TensorType::Q6_K}) {
+    const bool k_quant = uses_q8_k_activations(type);
+    for (int64_t cols :
+         k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{32, 96, 320}) {
+      for (int64_t rows : {1, 7, 23}) {
+        const auto w = make_weights(type, rows, cols, seed++);
+        EXPECT_EQ(first_path_disagreement(w.matrix, pools, 3, seed), "");
+      }
+    }
+  }
+}
+
+// Scales that reach the int16 and int32 limits of the K-quant kernels: every code and scale at its
+// maximum, activations at +-127 (one large value per super-block sets the scale), mixed signs.
+TEST(Matmul, KQuantKernelsAgreeAtExtremeCodesAndScales) {
+  if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
+  uint32_t seed = 900;
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    auto w = make_weights(type, 5, 512, seed++);
+    const size_t block = gguf::traits(type).block_bytes;
+    for (size_t at = 0; at < w.bytes.size(); at += block) {
+      // All code and scale bytes at 0xFF (Q6_K: codes 63, scales -1), except the fp16 scales.
+      const size_t keep_from = type == TensorType::Q6_K ? 208 : 0,
+                   keep_to = type == TensorType::Q6_K ? 210 : 4;
+      for (size_t i = 0; i < block; ++i) {
+        if (i < keep_from || i >= keep_to) w.bytes[at + i] = 0xFF;
+      }
+      if (type == TensorType::Q6_K) {
+        for (size_t i = 192; i < 208; ++i) w.bytes[at + i] = (i % 2) ? 0x80 : 0x7F;  // -128, 127
+      }
+    }
+    EXPECT_EQ(first_path_disagreement(w.matrix, pools, 2, seed), "");
+  }
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<TensorType, Isa>>& info) {
@@ -282,13 +448,13 @@ std::string param_name(const ::testing::TestParamInfo<std::tuple<TensorType, Isa
          std::string(isa_name(std::get<1>(info.param)));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypesAllPaths, MatmulTest,
-                         ::testing::Combine(::testing::Values(TensorType::F32, TensorType::F16,
-                                                              TensorType::BF16, TensorType::Q8_0,
-                                                              TensorType::Q4_0, TensorType::Q4_K,
-                                                              TensorType::Q6_K),
-                                            ::testing::ValuesIn(isas())),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    AllTypesAllPaths, MatmulTest,
+    ::testing::Combine(::testing::Values(TensorType::F32, TensorType::F16, TensorType::BF16,
+                                         TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0,
+                                         TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K),
+                       ::testing::ValuesIn(isas())),
+    param_name);
 
 TEST(Matmul, ZeroRowsOfActivationsLeavesOutputUntouched) {
   ThreadPool pool(2);
@@ -298,17 +464,22 @@ TEST(Matmul, ZeroRowsOfActivationsLeavesOutputUntouched) {
   EXPECT_EQ(y, std::vector<float>(4, 42.0f));
 }
 
-TEST(Matmul, TypeWithoutKernelIsUnsupported) {
+TEST(Matmul, TypeWithoutKernelIsUnsupportedNamingIt) {
   ThreadPool pool(1);
-  std::vector<uint8_t> bytes(176);
-  const tensor::Matrix w{TensorType::Q5_K, bytes.data(), 1, 256, 176};
+  std::vector<uint8_t> bytes(110);
+  const tensor::Matrix w{TensorType::Q3_K, bytes.data(), 1, 256, 110};
   std::vector<float> x(256), y(1);
-  EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool), Unsupported);
+  try {
+    matmul(w, x.data(), 1, y.data(), pool);
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("Q3_K"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Matmul, CheckerCatchesAnOutputOffByARelativeThousandth) {
   ThreadPool pool(1);
-  const auto w = make_weights(TensorType::Q4_K, 5, 256, 11);
+  const auto w = make_weights(TensorType::F16, 5, 256, 11);
   const auto x = random_activations(3, 256, 12);
   const auto ref = reference(w.matrix, x, 3);
   std::vector<float> y(15);
@@ -316,6 +487,39 @@ TEST(Matmul, CheckerCatchesAnOutputOffByARelativeThousandth) {
   ASSERT_EQ(first_mismatch(ref, y), -1);
   y[7] += static_cast<float>(1e-3 * ref.magnitude[7]);
   EXPECT_EQ(first_mismatch(ref, y), 7);
+}
+
+// A planted defect: the kernels read one sub-block scale wrong (here: the weights the reference
+// saw have one scale changed, in the last super-block of one row). The reference check must fail
+// on exactly that row, on every path, while it passes on the intact weights.
+TEST(Matmul, ReferenceCheckCatchesOneWrongSubBlockScale) {
+  ThreadPool pool(2);
+  for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q5_0}) {
+    const int64_t rows = 6, cols = 512, M = 3;
+    auto w = make_weights(type, rows, cols, 21);
+    const auto x = random_activations(M, cols, 22);
+    const auto ref = reference(w.matrix, x, M);
+    // Q4_K/Q5_K: sub-block 1's 6-bit scale (low bits of scale byte 1); Q6_K: scale byte of
+    // sub-block 3; Q5_0: the fp16 block scale's lowest mantissa bits.
+    const size_t block = gguf::traits(type).block_bytes;
+    const size_t at = 3 * w.matrix.row_bytes + w.matrix.row_bytes - block +
+                      (type == TensorType::Q6_K   ? 195
+                       : type == TensorType::Q5_0 ? 0
+                                                  : 5);
+    for (Isa isa : supported_isas()) {
+      set_isa_for_testing(isa);
+      std::vector<float> y(static_cast<size_t>(M * rows));
+      matmul(w.matrix, x.data(), M, y.data(), pool);
+      ASSERT_EQ(first_mismatch(ref, y, kIntegerTolerance), -1) << isa_name(isa);
+      const uint8_t saved = w.bytes[at];
+      w.bytes[at] = static_cast<uint8_t>(saved ^ (type == TensorType::Q5_0 ? 0x07 : 0x01));
+      matmul(w.matrix, x.data(), M, y.data(), pool);
+      w.bytes[at] = saved;
+      EXPECT_EQ(first_mismatch(ref, y, kIntegerTolerance), 3)
+          << gguf::type_name(type) << " " << isa_name(isa);
+    }
+    set_isa_for_testing(select_isa(nullptr));
+  }
 }
 
 }  // namespace

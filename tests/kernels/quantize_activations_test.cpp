@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -101,13 +103,155 @@ TEST(QuantizeActivations, EveryPathGivesTheSameCodesAndScales) {
   EXPECT_EQ(codes[0][6], 2);   // 2.5
 }
 
-TEST(QuantizeActivations, OnlyQ8_0AndQ4_0WeightsUseThem) {
-  EXPECT_TRUE(uses_q8_activations(gguf::TensorType::Q8_0));
-  EXPECT_TRUE(uses_q8_activations(gguf::TensorType::Q4_0));
-  for (auto t : {gguf::TensorType::F32, gguf::TensorType::F16, gguf::TensorType::BF16,
-                 gguf::TensorType::Q4_K, gguf::TensorType::Q6_K}) {
-    EXPECT_FALSE(uses_q8_activations(t)) << gguf::type_name(t);
+TEST(QuantizeActivations, Q8_0ForLegacyQuantsQ8_KForKQuantsNoneForFloats) {
+  using T = gguf::TensorType;
+  for (auto t : {T::Q8_0, T::Q4_0, T::Q5_0}) {
+    EXPECT_TRUE(uses_q8_activations(t)) << gguf::type_name(t);
+    EXPECT_FALSE(uses_q8_k_activations(t)) << gguf::type_name(t);
   }
+  for (auto t : {T::Q4_K, T::Q5_K, T::Q6_K}) {
+    EXPECT_FALSE(uses_q8_activations(t)) << gguf::type_name(t);
+    EXPECT_TRUE(uses_q8_k_activations(t)) << gguf::type_name(t);
+  }
+  for (auto t : {T::F32, T::F16, T::BF16}) {
+    EXPECT_FALSE(uses_q8_activations(t) || uses_q8_k_activations(t)) << gguf::type_name(t);
+  }
+}
+
+// ---- Q8_K (K-quant weights) ----
+
+struct QuantizedK {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int16_t> bsums;
+};
+
+QuantizedK quantize_k(const std::vector<float>& x) {
+  QuantizedK out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 256),
+                 std::vector<int16_t>(x.size() / 16)};
+  quantize_rows_q8_k(x.data(), 1, static_cast<int64_t>(x.size()), out.q.data(), out.d.data(),
+                     out.bsums.data());
+  return out;
+}
+
+// ggml's quantize_row_q8_K_ref written out plainly and independently: the first element of
+// largest magnitude sets iscale = -127 / max; codes are iscale * x rounded to nearest, ties to
+// even (nearbyint in the default rounding mode), capped at 127; d = 1 / iscale; all-zero blocks
+// get d = 0 and zero codes (and, here, zero sums).
+QuantizedK straightforward_q8_k(const std::vector<float>& x) {
+  QuantizedK out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 256),
+                 std::vector<int16_t>(x.size() / 16)};
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    const float* v = x.data() + 256 * b;
+    size_t at = 0;
+    for (size_t i = 1; i < 256; ++i) {
+      if (std::fabs(v[i]) > std::fabs(v[at])) at = i;
+    }
+    if (v[at] == 0.0f) continue;  // zeros already
+    const float iscale = -127.0f / v[at];
+    for (size_t i = 0; i < 256; ++i) {
+      const volatile float product = iscale * v[i];  // rounded on its own, as ggml's
+      const long code = std::lrint(product);
+      out.q[256 * b + i] = static_cast<int8_t>(code > 127 ? 127 : code);
+    }
+    for (size_t k = 0; k < 16; ++k) {
+      int sum = 0;
+      for (size_t i = 0; i < 16; ++i) sum += out.q[256 * b + 16 * k + i];
+      out.bsums[16 * b + k] = static_cast<int16_t>(sum);
+    }
+    out.d[b] = 1.0f / iscale;
+  }
+  return out;
+}
+
+void expect_same(const QuantizedK& got, const QuantizedK& want, const std::string& what) {
+  EXPECT_EQ(got.q, want.q) << what;
+  EXPECT_EQ(got.bsums, want.bsums) << what;
+  ASSERT_EQ(got.d.size(), want.d.size());
+  for (size_t b = 0; b < got.d.size(); ++b) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(got.d[b]), std::bit_cast<uint32_t>(want.d[b]))
+        << what << " block " << b;
+  }
+}
+
+TEST(QuantizeActivationsQ8_K, MatchesAStraightforwardReferenceOnManyRandomRows) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<float> x(1024);
+    const float scale = std::ldexp(1.0f, exponent(rng));
+    for (auto& v : x) v = normal(rng) * scale;
+    // Outliers in some rows, exact ties (codes at k + 0.5) in others.
+    if (trial % 3 == 0) x[static_cast<size_t>(rng() % 1024)] *= 1000.0f;
+    if (trial % 5 == 0) {
+      for (size_t b = 0; b < 4; ++b) {
+        x[256 * b] = -127.0f;  // iscale = 1, so x = k + 0.5 is a tie
+        for (size_t i = 1; i < 40; ++i) x[256 * b + i] = static_cast<float>(i % 7) - 2.5f;
+      }
+    }
+    expect_same(quantize_k(x), straightforward_q8_k(x), "trial " + std::to_string(trial));
+  }
+}
+
+TEST(QuantizeActivationsQ8_K, EdgeCases) {
+  // All zeros: d = 0, codes and sums 0.
+  std::vector<float> zeros(512, 0.0f);
+  zeros[300] = -0.0f;
+  const auto z = quantize_k(zeros);
+  EXPECT_EQ(z.d, std::vector<float>(2, 0.0f));
+  EXPECT_EQ(z.q, std::vector<int8_t>(512, 0));
+  EXPECT_EQ(z.bsums, std::vector<int16_t>(32, 0));
+  expect_same(z, straightforward_q8_k(zeros), "zeros");
+
+  // One large value: it gets code -127 (iscale is negative for a positive max), the rest round
+  // to 0 and d = -max / 127.
+  std::vector<float> one(256, 1e-6f);
+  one[17] = 1000.0f;
+  const auto o = quantize_k(one);
+  EXPECT_EQ(o.q[17], -127);
+  EXPECT_EQ(o.q[0], 0);
+  EXPECT_EQ(o.d[0], 1.0f / (-127.0f / 1000.0f));
+  EXPECT_LT(o.d[0], 0.0f);
+  EXPECT_EQ(o.bsums[1], -127);
+  expect_same(o, straightforward_q8_k(one), "one large value");
+
+  // Negative max: iscale = -127 / max > 0, d > 0, codes keep their signs (the max gets -127); an
+  // opposite value of the same magnitude after it does not take over (first maximum wins).
+  std::vector<float> neg(256, 0.25f);
+  neg[3] = -8.0f;
+  neg[200] = 8.0f;
+  const auto n = quantize_k(neg);
+  EXPECT_EQ(n.q[3], -127);
+  EXPECT_EQ(n.q[200], 127);
+  EXPECT_GT(n.d[0], 0.0f);
+  EXPECT_EQ(n.q[0], 4);  // 0.25 * 127 / 8 = 3.97
+  expect_same(n, straightforward_q8_k(neg), "negative max");
+
+  // Ties round to even: max -127 makes iscale exactly 1.
+  std::vector<float> ties(256, 0.0f);
+  ties[0] = -127.0f;
+  ties[1] = 2.5f;
+  ties[2] = -3.5f;
+  ties[3] = 0.5f;
+  const auto t = quantize_k(ties);
+  EXPECT_EQ(t.q[0], -127);
+  EXPECT_EQ(t.q[1], 2);
+  EXPECT_EQ(t.q[2], -4);
+  EXPECT_EQ(t.q[3], 0);
+  EXPECT_EQ(t.d[0], 1.0f);
+  EXPECT_EQ(t.bsums[0], -127 + 2 - 4);
+}
+
+// A planted defect in the comparison: a reference rounding half away from zero (roundf) differs on
+// the tie rows, so the random test above would notice a quantizer that did the same.
+TEST(QuantizeActivationsQ8_K, StraightforwardReferenceNoticesWrongTieRounding) {
+  std::vector<float> x(256, 0.0f);
+  x[0] = -127.0f;
+  x[1] = 2.5f;
+  auto wrong = straightforward_q8_k(x);
+  wrong.q[1] = static_cast<int8_t>(std::round(2.5f));
+  EXPECT_NE(quantize_k(x).q, wrong.q);
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ struct Fixture {
     }
     const auto file = gguf::File::open(gguf());
     for (const auto& t : file->tensors()) {
-      llama_arithmetic |= t.ne.size() >= 2 && kernels::uses_q8_activations(t.type);
+      llama_arithmetic |= t.ne.size() >= 2 && (kernels::uses_q8_activations(t.type) ||
+                                               kernels::uses_q8_k_activations(t.type));
     }
     block_sums = llama_arithmetic && kernels::integer_order(kernels::current_isa()) ==
                                          kernels::IntegerOrder::kBlockSums;

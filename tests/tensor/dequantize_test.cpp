@@ -128,6 +128,54 @@ TEST(DequantizeRow, Q4_KAppliesSixBitScalesAndMinsPerSubBlock) {
   }
 }
 
+TEST(DequantizeRow, Q5_0AddsTheFifthBitFromQhAndSubtracts16) {
+  std::vector<BlockQ5_0> blocks(2);
+  blocks[0].d = 0x3400;                                                // 0.25
+  blocks[1].d = 0xC000;                                                // -2
+  auto code = [](int b, int e) { return (e * 7 + b * 13 + 5) % 32; };  // 5-bit q
+  for (int b = 0; b < 2; ++b) {
+    uint32_t qh = 0;
+    for (int i = 0; i < 16; ++i) {
+      const int lo = code(b, i), hi = code(b, i + 16);
+      blocks[b].qs[i] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << i;  // element e's fifth bit is bit e
+      qh |= static_cast<uint32_t>(hi >> 4) << (i + 16);
+    }
+    std::memcpy(blocks[b].qh, &qh, 4);
+  }
+  const auto out = decode(TensorType::Q5_0, as_bytes(blocks), 64);
+  const float d[2] = {0.25f, -2.0f};
+  for (int b = 0; b < 2; ++b) {
+    for (int e = 0; e < 32; ++e) {
+      ASSERT_EQ(out[32 * b + e], d[b] * static_cast<float>(code(b, e) - 16)) << b << ", " << e;
+    }
+  }
+}
+
+TEST(DequantizeRow, Q5_KAddsTheFifthBitToQ4_KsNibbles) {
+  const int sc[8] = {1, 17, 63, 32, 5, 48, 33, 60}, m[8] = {0, 63, 7, 40, 21, 16, 55, 9};
+  BlockQ5_K block;
+  block.d = 0x3000;     // 1/8
+  block.dmin = 0x2C00;  // 1/16
+  pack_q4_k_scales(sc, m, block.scales);
+  std::memset(block.qs, 0, sizeof block.qs);
+  std::memset(block.qh, 0, sizeof block.qh);
+  auto code = [](int e) { return (e * 11 + e / 32 + 3) % 32; };
+  for (int e = 0; e < 256; ++e) {
+    // Sub-block j: low 4 bits in the nibble of qs[32 * (j / 2) + l] (low if j even), fifth bit in
+    // bit j of qh[l].
+    const int j = e / 32, l = e % 32, q = code(e);
+    block.qs[32 * (j / 2) + l] |= static_cast<uint8_t>((q & 0xF) << (4 * (j % 2)));
+    block.qh[l] |= static_cast<uint8_t>((q >> 4) << j);
+  }
+  const auto out = decode(TensorType::Q5_K, as_bytes(std::vector<BlockQ5_K>{block}), 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32;
+    const double expected = 0.125 * sc[j] * code(e) - 0.0625 * m[j];
+    ASSERT_EQ(out[e], expected) << "element " << e;
+  }
+}
+
 TEST(DequantizeRow, Q6_KCombinesLowNibblesHighBitsAndSignedScales) {
   const uint16_t d_bits[2] = {0x2800, 0xB000};  // 1/32, -1/8
   const float d[2] = {0.03125f, -0.125f};
@@ -160,15 +208,17 @@ TEST(DequantizeRow, RejectsTypeWithoutDecoderNamingIt) {
   std::vector<uint8_t> bytes(176);
   std::vector<float> out(256);
   try {
-    dequantize_row(TensorType::Q5_K, bytes.data(), out.data(), 256);
+    dequantize_row(TensorType::Q3_K, bytes.data(), out.data(), 256);
     FAIL() << "expected Unsupported";
   } catch (const Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("Q5_K"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Q3_K"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(has_decoder(TensorType::Q5_K));
+  EXPECT_FALSE(has_decoder(TensorType::Q3_K));
+  EXPECT_FALSE(has_decoder(TensorType::Q5_1));
   EXPECT_FALSE(has_decoder(TensorType::IQ4_NL));
-  for (auto type : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
-                    TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (auto type :
+       {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+        TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     EXPECT_TRUE(has_decoder(type)) << gguf::type_name(type);
   }
 }
