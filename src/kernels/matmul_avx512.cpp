@@ -158,6 +158,9 @@ void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
   switch (a.type) {
     case TensorType::Q8_0: return run_tiles<IntTiles<PairQ8_0>>(a, row_begin, row_end);
     case TensorType::Q4_0: return run_tiles<IntTiles<PairQ4_0>>(a, row_begin, row_end);
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16: return matmul_rows_float_avx512(a, row_begin, row_end);
     default: return matmul_rows_avx2(a, row_begin, row_end);
   }
 }

@@ -27,8 +27,11 @@ struct MatmulArgs {
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AVX-512 VNNI; every other type goes to matmul_rows_avx2.
+// Q8_0/Q4_0 in AVX-512 VNNI, F32/F16/BF16 to matmul_rows_float_avx512, Q4_K/Q6_K to
+// matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// F32/F16/BF16 only, in AVX-512 (matmul_float_avx512.cpp): bitwise the AVX2 float kernel's results.
+void matmul_rows_float_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Q8_0/Q4_0 in AMX-INT8 tiles when M >= kAmxMinRows; everything else to matmul_rows_avx512.
 void matmul_rows_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The AMX tiles at any M (Q8_0/Q4_0 only): what matmul_rows_amx runs from kAmxMinRows on, callable
