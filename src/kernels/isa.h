@@ -10,9 +10,10 @@
 
 namespace augur::kernels {
 
-// Each path includes the one before it: kAvx512 runs its own integer (Q8_0/Q4_0) kernels and the
-// AVX2 kernels for everything else; kAmx runs AMX-INT8 tiles for Q8_0/Q4_0 weights at the batch
-// sizes where they beat AVX-512 (matmul_amx.cpp) and the kAvx512 kernels otherwise.
+// Each path includes the one before it: kAvx512 runs its own matmul kernels for Q8_0/Q4_0 (integer)
+// and F32/F16/BF16 (float) weights and the AVX2 kernels for everything else; kAmx runs AMX-INT8
+// tiles for Q8_0/Q4_0 weights at the batch sizes where they beat AVX-512 (matmul_amx.cpp) and the
+// kAvx512 kernels otherwise.
 enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
 
 // Every path augur knows, whether or not this CPU can run it, in order of preference (best last).

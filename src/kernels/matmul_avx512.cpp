@@ -1,15 +1,15 @@
 // AVX-512 VNNI matmul path: Q8_0/Q4_0 weights times Q8_0 activations with `vpdpbusd` on 512-bit
-// registers; every other weight type (F32/F16/BF16, Q4_K/Q6_K) runs matmul_rows_avx2.
+// registers; F32/F16/BF16 run matmul_rows_float_avx512, every other type matmul_rows_avx2.
 //
 // Bit-identical to the AVX2 and scalar paths: a zmm register holds TWO weight rows' eight lanes
 // (row a in lanes 0-7, row b in lanes 8-15) for one activation row, so each (weight row,
 // activation row) pair keeps the AVX2 kernel's eight float lanes and its one FMA chain in block
 // order (acc = fma(dw * dx, sums, acc)), and the lanes are summed at the end in the same hsum
 // order. The integer lane sums are exact either way (`maddubs` + `madd` there, `vpdpbusd` here).
-// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512) (kAvx512 or kAmx), so like
-// matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard").
-// GCC 12 reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4,
-// broadcast_i64x4, cvtepi32_ps, ...) as uninitialized once inlined: a known false positive.
+// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512) (kAvx512 or kAmx), so
+// like matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard"). GCC 12
+// reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4, broadcast_i64x4,
+// cvtepi32_ps, ...) as uninitialized once inlined: a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -158,6 +158,9 @@ void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
   switch (a.type) {
     case TensorType::Q8_0: return run_tiles<IntTiles<PairQ8_0>>(a, row_begin, row_end);
     case TensorType::Q4_0: return run_tiles<IntTiles<PairQ4_0>>(a, row_begin, row_end);
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16: return matmul_rows_float_avx512(a, row_begin, row_end);
     default: return matmul_rows_avx2(a, row_begin, row_end);
   }
 }

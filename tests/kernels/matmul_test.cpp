@@ -344,6 +344,45 @@ TEST_P(MatmulTest, IdentityActivationsReturnExactlyDecodedWeights) {
   }
 }
 
+// Every finite F16 and BF16 value (subnormals, both zeros, the largest) as weights, times x =
+// identity, on every path: each is decoded exactly as dequantize_row does (vcvtph2ps for F16, the
+// 16 bits moved into the high half for BF16). 263 columns: whole 8-column slices and single ones.
+TEST(Matmul, IdentityActivationsDecodeEveryFiniteHalfOnEveryPath) {
+  ThreadPool pool(2);
+  const int64_t cols = 263;
+  std::vector<float> identity(static_cast<size_t>(cols * cols), 0.0f);
+  for (int64_t c = 0; c < cols; ++c) identity[c * cols + c] = 1.0f;
+  for (TensorType type : {TensorType::F16, TensorType::BF16}) {
+    const uint16_t exponent = type == TensorType::F16 ? 0x7C00 : 0x7F80;
+    std::vector<uint16_t> halves;
+    for (uint32_t h = 0; h < 65536; ++h) {
+      if ((h & exponent) != exponent) halves.push_back(static_cast<uint16_t>(h));
+    }
+    const auto rows = static_cast<int64_t>((halves.size() + cols - 1) / cols);
+    halves.resize(static_cast<size_t>(rows * cols), 0);
+    std::vector<uint8_t> bytes(halves.size() * 2);
+    std::memcpy(bytes.data(), halves.data(), bytes.size());
+    const tensor::Matrix w{type, bytes.data(), rows, cols, static_cast<size_t>(cols * 2)};
+    std::vector<float> decoded(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      tensor::dequantize_row(type, w.row(r), decoded.data() + r * cols, cols);
+    }
+    for (Isa isa : supported_isas()) {
+      set_isa_for_testing(isa);
+      std::vector<float> y(static_cast<size_t>(cols * rows), NAN);
+      matmul(w, identity.data(), cols, y.data(), pool);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          ASSERT_EQ(y[c * rows + r], decoded[r * cols + c])
+              << gguf::type_name(type) << " " << isa_name(isa) << " bits " << std::hex
+              << halves[r * cols + c];
+        }
+      }
+    }
+  }
+  set_isa_for_testing(select_isa(nullptr));
+}
+
 // Every path's integer kernels do the float operations of the portable kernel of their order in
 // the same order: lane sums (AVX2, AVX-512 VNNI; K-quants and Q5_0 run the AVX2 ones on every SIMD
 // path) against the scalar path, block sums (Q8_0/Q4_0 on the amx path) against
@@ -442,6 +481,61 @@ TEST(Matmul, KQuantKernelsAgreeAtExtremeCodesAndScales) {
     EXPECT_EQ(first_path_disagreement(w.matrix, pools, 2, seed), "");
   }
 }
+
+// The float kernels (F32/F16/BF16) of every wider path (AVX-512, and AMX, which runs the AVX-512
+// ones) reduce each (weight row, activation row) pair exactly as the AVX2 kernel does: one FMA
+// chain over 8 columns at a time, the last cols % 8 columns singly, the same final lane sum.
+// Bitwise equal to AVX2 for M = 1..17, 33, 100, column counts with and without 8- and 1-column
+// tails, row counts that leave partial row blocks and unpaired rows, and any thread split. (The
+// scalar path is not in this comparison: it rounds products separately and sums lanes in another
+// order, so it only agrees within the tolerance of MatchesDoubleReference...)
+class FloatPathTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    for (Isa isa : {Isa::kAvx2, GetParam()}) {
+      if (!cpu_supports(isa)) {
+        GTEST_SKIP() << "this CPU cannot run the " << isa_name(isa) << " kernel path";
+      }
+    }
+  }
+  void TearDown() override { set_isa_for_testing(select_isa(nullptr)); }
+};
+
+TEST_P(FloatPathTest, FloatKernelsAgreeBitwiseWithAvx2) {
+  const Isa isa = GetParam();
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  std::vector<int64_t> ms;
+  for (int64_t m = 1; m <= 17; ++m) ms.push_back(m);
+  ms.push_back(33);
+  ms.push_back(100);
+  uint32_t seed = 500;
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    for (int64_t cols : {1, 7, 8, 15, 40, 72, 100, 263, 264, 300}) {
+      for (int64_t rows : {1, 2, 5, 7, 13, 23}) {
+        const auto w = make_weights(type, rows, cols, seed++);
+        for (int64_t M : ms) {
+          const auto x = random_activations(M, cols, seed++);
+          std::vector<float> avx2(static_cast<size_t>(M * rows));
+          set_isa_for_testing(Isa::kAvx2);
+          matmul(w.matrix, x.data(), M, avx2.data(), pools[0]);
+          set_isa_for_testing(isa);
+          for (auto& pool : pools) {
+            std::vector<float> y(avx2.size(), NAN);
+            matmul(w.matrix, x.data(), M, y.data(), pool);
+            ASSERT_EQ(std::memcmp(avx2.data(), y.data(), y.size() * 4), 0)
+                << gguf::type_name(type) << " " << isa_name(isa) << " cols " << cols << " rows "
+                << rows << " M " << M << " threads " << pool.size();
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WiderPaths, FloatPathTest, ::testing::Values(Isa::kAvx512, Isa::kAmx),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(isa_name(info.param));
+                         });
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<TensorType, Isa>>& info) {
   return std::string(gguf::type_name(std::get<0>(info.param))) + "_" +
