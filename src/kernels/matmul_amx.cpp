@@ -300,6 +300,41 @@ AUGUR_ALWAYS_INLINE void prefetch_rows(const MatmulArgs& a, const uint8_t* w0, i
   }
 }
 
+// The double-buffered block loop both tile kernels share: products(s0, nb, half) issues the tile
+// products of blocks s0 .. s0 + nb - 1 into half `half` of the buffers, the next group's before
+// the float pass over the current one; then, block by block, each of the 16 accumulators takes
+// acc[r] = fma(float(C[r]), scale(half, b, r, dx), acc[r]), dx the block's activation scales.
+template <class C, class Products, class Scale>
+AUGUR_ALWAYS_INLINE void accumulate_blocks(const MatmulArgs& a, const Scratch& sc,
+                                           const uint8_t* w0, int nr, const float* dxp,
+                                           Products&& products, Scale&& scale,
+                                           __m512 (&acc)[kTileRows]) {
+  const int64_t blocks = a.cols / 32;
+  const auto group = [blocks](int64_t s0) {
+    return static_cast<int>(blocks - s0 < kGroup ? blocks - s0 : kGroup);
+  };
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
+  int half = 0;
+  products(0, group(0), 0);
+  for (int64_t s0 = 0; s0 < blocks; s0 += kGroup) {
+    if (s0 + kGroup < blocks) {
+      prefetch_rows<C>(a, w0, nr, s0 + kGroup);
+      products(s0 + kGroup, group(s0 + kGroup), 1 - half);
+    }
+    const int nb = group(s0);
+    for (int b = 0; b < nb; ++b) {
+      const __m512 dx = _mm512_loadu_ps(dxp + (s0 + b) * kTileM);
+#pragma GCC unroll 16
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(sc.c[half][b][r]));
+        acc[r] = _mm512_fmadd_ps(sums, scale(half, b, r, dx), acc[r]);
+      }
+    }
+    half = 1 - half;
+  }
+}
+
 // y[m * ldy + r] = dot(weight row r, activation row m0 + m) for r < nr, m < tm.
 template <class C>
 void amx_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0, int tm) {
@@ -308,33 +343,17 @@ void amx_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0,
   const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
   const int32_t* xp = sc.xp + (m0 / kTileM) * blocks * 8 * kTileM;
   const float* dxp = sc.dxp + (m0 / kTileM) * blocks * kTileM;
-  const auto group = [blocks](int64_t s0) {
-    return static_cast<int>(blocks - s0 < kGroup ? blocks - s0 : kGroup);
-  };
   __m512 acc[kTileRows];
-#pragma GCC unroll 16
-  for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
-  int half = 0;
-  tile_products<C>(a, w0, nr, xp, 0, group(0), sc.codes[0], sc.c[0], sc.dw[0], 0);
-  for (int64_t s0 = 0; s0 < blocks; s0 += kGroup) {
-    if (s0 + kGroup < blocks) {
-      prefetch_rows<C>(a, w0, nr, s0 + kGroup);
-      tile_products<C>(a, w0, nr, xp, s0 + kGroup, group(s0 + kGroup), sc.codes[1 - half],
-                       sc.c[1 - half], sc.dw[1 - half], 1 - half);
-    }
-    const int nb = group(s0);
-    for (int b = 0; b < nb; ++b) {
-      const __m512 dx = _mm512_loadu_ps(dxp + (s0 + b) * kTileM);
-      // All 16 rows, whatever nr: rows past nr hold stale sums and zero scales, and are dropped.
-#pragma GCC unroll 16
-      for (int r = 0; r < kTileRows; ++r) {
-        const __m512 d = _mm512_mul_ps(_mm512_set1_ps(sc.dw[half][b][r]), dx);
-        const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(sc.c[half][b][r]));
-        acc[r] = _mm512_fmadd_ps(sums, d, acc[r]);
-      }
-    }
-    half = 1 - half;
-  }
+  // All 16 rows, whatever nr: rows past nr hold stale sums and zero scales, and are dropped.
+  accumulate_blocks<C>(
+      a, sc, w0, nr, dxp,
+      [&](int64_t s0, int nb, int half) {
+        tile_products<C>(a, w0, nr, xp, s0, nb, sc.codes[half], sc.c[half], sc.dw[half], half);
+      },
+      [&](int half, int b, int r, __m512 dx) {
+        return _mm512_mul_ps(_mm512_set1_ps(sc.dw[half][b][r]), dx);
+      },
+      acc);
   // Transposed through a buffer, so each activation row's nr outputs are one contiguous store
   // (scalar stores a row pitch apart alias in L1).
   alignas(64) float out[kTileRows][kTileM];
@@ -480,35 +499,19 @@ void pair_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0
   const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
   const int32_t* xp = sc.xp + (m0 / kTileM) * blocks * 8 * kTileM;
   const float* dxp = sc.dxp + (m0 / kTileM) * blocks * kTileM;
-  const auto group = [blocks](int64_t s0) {
-    return static_cast<int>(blocks - s0 < kGroup ? blocks - s0 : kGroup);
-  };
   __m512 acc[kTileRows];
-#pragma GCC unroll 16
-  for (int r = 0; r < kTileRows; ++r) acc[r] = _mm512_setzero_ps();
-  int half = 0;
-  pair_products<C>(a, w0, nr0, nr1, xp, 0, group(0), sc.codes[0], sc.c[0], sc.dw[0]);
-  for (int64_t s0 = 0; s0 < blocks; s0 += kGroup) {
-    if (s0 + kGroup < blocks) {
-      prefetch_rows<C>(a, w0, nr, s0 + kGroup);
-      pair_products<C>(a, w0, nr0, nr1, xp, s0 + kGroup, group(s0 + kGroup), sc.codes[1 - half],
-                       sc.c[1 - half], sc.dw[1 - half]);
-    }
-    const int nb = group(s0);
-    for (int b = 0; b < nb; ++b) {
-      const __m512 dx = _mm512_loadu_ps(dxp + (s0 + b) * kTileM);
-      const __m512 dx2 = _mm512_shuffle_f32x4(dx, dx, 0x44);  // [dx 0..7, dx 0..7]
-#pragma GCC unroll 16
-      for (int r = 0; r < kTileRows; ++r) {
+  accumulate_blocks<C>(
+      a, sc, w0, nr, dxp,
+      [&](int64_t s0, int nb, int half) {
+        pair_products<C>(a, w0, nr0, nr1, xp, s0, nb, sc.codes[half], sc.c[half], sc.dw[half]);
+      },
+      [&](int half, int b, int r, __m512 dx) {
+        // [dw[r] x dx 0..7 | dw[r + 16] x dx 0..7]
         const __m512 dw = _mm512_shuffle_f32x4(_mm512_set1_ps(sc.dw[half][b][r]),
                                                _mm512_set1_ps(sc.dw[half][b][kTileRows + r]), 0);
-        const __m512 d = _mm512_mul_ps(dw, dx2);
-        const __m512 sums = _mm512_cvtepi32_ps(_mm512_load_si512(sc.c[half][b][r]));
-        acc[r] = _mm512_fmadd_ps(sums, d, acc[r]);
-      }
-    }
-    half = 1 - half;
-  }
+        return _mm512_mul_ps(dw, _mm512_shuffle_f32x4(dx, dx, 0x44));
+      },
+      acc);
   alignas(64) float out[kTileRows][kTileM];
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(out[r], acc[r]);

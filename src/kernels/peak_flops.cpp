@@ -37,33 +37,43 @@ int64_t fma_chains(int64_t n_fmas, float* sink) {
   return fma_chains_portable(n_fmas, sink);
 }
 
-std::vector<double> measure_peak_gflop_s(ThreadPool& pool, int repeats, int64_t fmas_per_thread) {
-  AUGUR_CHECK(repeats >= 1 && fmas_per_thread >= 1, "at least one sample of at least one FMA");
+std::vector<double> measure_parallel_rate(ThreadPool& pool, int repeats, int64_t per_thread,
+                                          double ops_per_unit,
+                                          const std::function<int64_t(int64_t)>& run) {
+  AUGUR_CHECK(repeats >= 1 && per_thread >= 1, "at least one sample of at least one unit");
   const int n_threads = pool.size();
-  std::vector<int64_t> fmas_done(static_cast<size_t>(n_threads));  // [n_threads]
-  std::vector<float> sinks(static_cast<size_t>(n_threads));        // [n_threads]
+  std::vector<int64_t> done(static_cast<size_t>(n_threads));  // [n_threads]
   // One chunk per thread: parallel_for gives each of pool.size() chunks its own thread.
-  auto run = [&] {
+  auto all = [&] {
     pool.parallel_for(n_threads, [&](int64_t begin, int64_t end) {
       for (int64_t thread = begin; thread < end; ++thread) {
-        const auto at = static_cast<size_t>(thread);
-        fmas_done[at] = fma_chains(fmas_per_thread, &sinks[at]);
+        done[static_cast<size_t>(thread)] = run(per_thread);
       }
     });
     int64_t total = 0;
-    for (int64_t fmas : fmas_done) total += fmas;
+    for (int64_t units : done) total += units;
     return total;
   };
-  run();  // untimed
-  std::vector<double> gflop_s;
+  all();  // untimed
+  std::vector<double> rates;
   for (int sample = 0; sample < repeats; ++sample) {
     const auto start = std::chrono::steady_clock::now();
-    const int64_t fmas = run();
+    const int64_t units = all();
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    gflop_s.push_back(kFlopsPerFma * static_cast<double>(fmas) / s / 1e9);
+    rates.push_back(ops_per_unit * static_cast<double>(units) / s / 1e9);
   }
-  return gflop_s;
+  return rates;
+}
+
+std::vector<double> measure_peak_gflop_s(ThreadPool& pool, int repeats, int64_t fmas_per_thread) {
+  return measure_parallel_rate(pool, repeats, fmas_per_thread, kFlopsPerFma, [](int64_t n) {
+    float sink = 0;
+    const int64_t ran = fma_chains(n, &sink);
+    // The sum is observable, so the chains cannot be dropped.
+    asm volatile("" : : "r"(sink));
+    return ran;
+  });
 }
 
 }  // namespace augur::kernels

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/thread_pool.h"
@@ -28,6 +29,13 @@ int64_t fma_chains(int64_t n_fmas, float* sink);
 // thread that is descheduled lowers the figure for all.
 [[nodiscard]] std::vector<double> measure_peak_gflop_s(ThreadPool& pool, int repeats,
                                                        int64_t fmas_per_thread);
+
+// The timing both peak probes share: `run(n)` runs at least n units of work on the calling thread
+// and returns how many it ran; it runs on every thread of `pool` at once, `per_thread` each, once
+// untimed and then `repeats` times, each sample giving ops_per_unit x units / wall seconds / 1e9.
+[[nodiscard]] std::vector<double> measure_parallel_rate(ThreadPool& pool, int repeats,
+                                                        int64_t per_thread, double ops_per_unit,
+                                                        const std::function<int64_t(int64_t)>& run);
 
 namespace detail {
 // The AVX2 + FMA loop (peak_flops_avx2.cpp); same contract as fma_chains.

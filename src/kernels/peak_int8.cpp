@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-
 #include "common/error.h"
+#include "kernels/peak_flops.h"
 
 namespace augur::kernels {
 
@@ -22,31 +21,12 @@ int64_t int8_mac_chains(int64_t n_macs, int32_t* sink) {
 
 std::vector<double> measure_peak_int8_gop_s(ThreadPool& pool, int repeats,
                                             int64_t macs_per_thread) {
-  AUGUR_CHECK(repeats >= 1 && macs_per_thread >= 1, "at least one sample of at least one MAC");
-  const int n_threads = pool.size();
-  std::vector<int64_t> macs_done(static_cast<size_t>(n_threads));  // [n_threads]
-  std::vector<int32_t> sinks(static_cast<size_t>(n_threads));      // [n_threads]
-  auto run = [&] {
-    pool.parallel_for(n_threads, [&](int64_t begin, int64_t end) {
-      for (int64_t thread = begin; thread < end; ++thread) {
-        const auto at = static_cast<size_t>(thread);
-        macs_done[at] = int8_mac_chains(macs_per_thread, &sinks[at]);
-      }
-    });
-    int64_t total = 0;
-    for (int64_t macs : macs_done) total += macs;
-    return total;
-  };
-  run();  // untimed
-  std::vector<double> gop_s;
-  for (int sample = 0; sample < repeats; ++sample) {
-    const auto start = std::chrono::steady_clock::now();
-    const int64_t macs = run();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    gop_s.push_back(kOpsPerMac * static_cast<double>(macs) / s / 1e9);
-  }
-  return gop_s;
+  return measure_parallel_rate(pool, repeats, macs_per_thread, kOpsPerMac, [](int64_t n) {
+    int32_t sink = 0;
+    const int64_t ran = int8_mac_chains(n, &sink);
+    asm volatile("" : : "r"(sink));
+    return ran;
+  });
 }
 
 }  // namespace augur::kernels
