@@ -300,23 +300,6 @@ AUGUR_ALWAYS_INLINE void prefetch_rows(const MatmulArgs& a, const uint8_t* w0, i
   }
 }
 
-// Stores acc (acc[r] lane j = output (row r, column j)) as y rows: for each m < tm, lanes j0 + m of
-// the 16 accumulators go to y[m * pitch + 0..15] (masked by `live`). Transposed through a buffer,
-// so each activation row's outputs are one contiguous store (scalar stores a row pitch apart alias
-// in L1).
-AUGUR_ALWAYS_INLINE void store_columns(const __m512 (&acc)[kTileRows], int tm, int j0,
-                                       __mmask16 live, float* y, int64_t pitch) {
-  alignas(64) float out[kTileRows][kTileM];
-#pragma GCC unroll 16
-  for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(out[r], acc[r]);
-  const __m512i column =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(kTileM));
-  for (int m = 0; m < tm; ++m) {
-    _mm512_mask_storeu_ps(y + m * pitch, live, _mm512_i32gather_ps(column, &out[0][j0 + m], 4));
-  }
-}
-
 // The double-buffered block loop both tile kernels share: products(s0, nb, half) issues the tile
 // products of blocks s0 .. s0 + nb - 1 into half `half` of the buffers, the next group's before
 // the float pass over the current one; then, block by block, each of the 16 accumulators takes
@@ -371,8 +354,19 @@ void amx_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0,
         return _mm512_mul_ps(_mm512_set1_ps(sc.dw[half][b][r]), dx);
       },
       acc);
-  store_columns(acc, tm, 0, static_cast<__mmask16>((1u << nr) - 1), a.y + m0 * a.rows + row,
-                a.rows);
+  // Transposed through a buffer, so each activation row's nr outputs are one contiguous store
+  // (scalar stores a row pitch apart alias in L1).
+  alignas(64) float out[kTileRows][kTileM];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(out[r], acc[r]);
+  const __m512i column =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(kTileM));
+  const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
+  float* y = a.y + m0 * a.rows + row;
+  for (int m = 0; m < tm; ++m) {
+    _mm512_mask_storeu_ps(y + m * a.rows, live, _mm512_i32gather_ps(column, &out[0][m], 4));
+  }
 }
 
 // The same block sums for a few activation rows without tiles, which cost the same for 1 row as
@@ -518,10 +512,19 @@ void pair_tile(const MatmulArgs& a, Scratch& sc, int64_t row, int nr, int64_t m0
         return _mm512_mul_ps(dw, _mm512_shuffle_f32x4(dx, dx, 0x44));
       },
       acc);
-  // Lanes 0-7 hold weight rows 0-15, lanes 8-15 rows 16-31.
+  alignas(64) float out[kTileRows][kTileM];
+#pragma GCC unroll 16
+  for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(out[r], acc[r]);
+  const __m512i column =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(kTileM));
+  const __mmask16 live1 = static_cast<__mmask16>((1u << nr1) - 1);
   float* y = a.y + m0 * a.rows + row;
-  store_columns(acc, tm, 0, 0xFFFF, y, a.rows);
-  store_columns(acc, tm, kPairTm, static_cast<__mmask16>((1u << nr1) - 1), y + kTileRows, a.rows);
+  for (int m = 0; m < tm; ++m) {
+    _mm512_storeu_ps(y + m * a.rows, _mm512_i32gather_ps(column, &out[0][m], 4));
+    _mm512_mask_storeu_ps(y + m * a.rows + kTileRows, live1,
+                          _mm512_i32gather_ps(column, &out[0][kPairTm + m], 4));
+  }
 }
 
 template <class C>
