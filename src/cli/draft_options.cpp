@@ -51,59 +51,78 @@ void DraftOptions::add_options(CLI::App& app) {
                  "actual accepted tokens and seconds) to FILE");
 }
 
-DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
-                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
-  const std::string kind = !options.draft.empty() ? options.draft : "auto";
-  const auto colon = kind.find(':');
-  const std::string name = kind.substr(0, colon);
-  if (!options.draft_model.empty() && name != "model" && name != "auto") {
+namespace {
+
+struct DraftKind {
+  std::string kind;  // as given, e.g. "auto:model+ngram"
+  std::string name;  // before the colon
+  size_t colon = std::string::npos;
+};
+
+// Validates the option combination; InvalidArgument names the offending option.
+DraftKind check_options(const DraftOptions& options) {
+  DraftKind k;
+  k.kind = !options.draft.empty() ? options.draft : "auto";
+  k.colon = k.kind.find(':');
+  k.name = k.kind.substr(0, k.colon);
+  if (!options.draft_model.empty() && k.name != "model" && k.name != "auto") {
     throw InvalidArgument(fmt::format(
-        "-md/--model-draft is only used with --draft model or auto, not --draft {}", kind));
+        "-md/--model-draft is only used with --draft model or auto, not --draft {}", k.kind));
   }
-  if (!options.policy_log.empty() && name != "auto") {
+  if (!options.policy_log.empty() && k.name != "auto") {
     throw InvalidArgument(
-        fmt::format("--policy-log is only written with --draft auto, not --draft {}", kind));
+        fmt::format("--policy-log is only written with --draft auto, not --draft {}", k.kind));
   }
   if (options.draft_max < 1 || options.draft_max > engine::kMaxDraft) {
     throw InvalidArgument(fmt::format("--draft-max {} is out of range: use 1..{}",
                                       options.draft_max, engine::kMaxDraft));
   }
-  DraftSetup setup;
-  if (name == "none" && colon == std::string::npos) return setup;
-  setup.draft_max = options.draft_max;
-  if (name == "auto") {
-    if (!options.draft_model.empty()) {
-      setup.draft_model = load_model_with_progress(options.draft_model);
-      spec::check_same_vocabulary(target, *setup.draft_model);
-    }
+  if (k.name == "model" && k.colon == std::string::npos && options.draft_model.empty()) {
+    throw InvalidArgument("--draft model needs a draft model: give -md FILE");
+  }
+  return k;
+}
+
+}  // namespace
+
+std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
+                                               const model::Model& target) {
+  const DraftKind k = check_options(options);
+  if (options.draft_model.empty() || (k.name != "auto" && k.name != "model")) return nullptr;
+  auto draft_model = load_model_with_progress(options.draft_model);
+  spec::check_same_vocabulary(target, *draft_model);
+  return draft_model;
+}
+
+std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options,
+                                                     const model::Model& target,
+                                                     const model::Model* draft_model,
+                                                     kernels::ThreadPool& pool, int64_t n_ctx,
+                                                     int64_t ubatch) {
+  const DraftKind k = check_options(options);
+  const std::string& kind = k.kind;
+  const size_t colon = k.colon;
+  if (k.name == "none" && colon == std::string::npos) return nullptr;
+  if (k.name == "auto") {
     const spec::AutoSources sources =
         colon == std::string::npos
-            ? spec::all_auto_sources(setup.draft_model != nullptr)
+            ? spec::all_auto_sources(draft_model != nullptr)
             : spec::parse_auto_sources(std::string_view(kind).substr(colon + 1), "--draft " + kind);
-    setup.drafter = spec::make_auto_drafter(sources, target, setup.draft_model.get(), pool, n_ctx,
-                                            ubatch, options.draft_max);
-    if (!options.policy_log.empty()) {
-      setup.policy_log = std::make_unique<std::ofstream>(options.policy_log);
-      if (!*setup.policy_log) {
-        throw InvalidArgument(
-            fmt::format("--policy-log {}: cannot open the file for writing", options.policy_log));
-      }
-      static_cast<spec::AutoDrafter&>(*setup.drafter).set_log(setup.policy_log.get());
-    }
-  } else if (name == "model" && colon == std::string::npos) {
-    if (options.draft_model.empty()) {
-      throw InvalidArgument("--draft model needs a draft model: give -md FILE");
-    }
-    setup.draft_model = load_model_with_progress(options.draft_model);
-    spec::check_same_vocabulary(target, *setup.draft_model);
-    setup.drafter = std::make_unique<spec::ModelDrafter>(*setup.draft_model, pool, n_ctx, ubatch);
-  } else if (name == "ngram") {
+    return spec::make_auto_drafter(sources, target, draft_model, pool, n_ctx, ubatch,
+                                   options.draft_max);
+  }
+  if (k.name == "model" && colon == std::string::npos) {
+    AUGUR_CHECK(draft_model != nullptr, "--draft model is given its loaded draft model");
+    return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch);
+  }
+  if (k.name == "ngram") {
     const int n_max = colon == std::string::npos ? 4 : parse_suffix(kind, colon);
     if (n_max < 1 || n_max > 64) {
       throw InvalidArgument(fmt::format("--draft {}: n-gram size must be in 1..64", kind));
     }
-    setup.drafter = std::make_unique<spec::NgramDrafter>(1, n_max);
-  } else if (name == "layerskip") {
+    return std::make_unique<spec::NgramDrafter>(1, n_max);
+  }
+  if (k.name == "layerskip") {
     if (colon == std::string::npos) {
       throw InvalidArgument("--draft layerskip needs a depth: layerskip:L with L layers");
     }
@@ -114,11 +133,27 @@ DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
           fmt::format("--draft {}: depth {} is out of range: the target has {} layers (use 1..{})",
                       kind, depth, n_layer, n_layer));
     }
-    setup.drafter = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth);
-  } else {
-    throw InvalidArgument(fmt::format(
-        "--draft {} is not a drafter: use auto[:SOURCES], none, model, ngram[:N] or layerskip:L",
-        kind));
+    return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth);
+  }
+  throw InvalidArgument(fmt::format(
+      "--draft {} is not a drafter: use auto[:SOURCES], none, model, ngram[:N] or layerskip:L",
+      kind));
+}
+
+DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
+                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
+  DraftSetup setup;
+  setup.draft_model = load_draft_model(options, target);
+  setup.drafter = make_draft_source(options, target, setup.draft_model.get(), pool, n_ctx, ubatch);
+  if (!setup.drafter) return setup;
+  setup.draft_max = options.draft_max;
+  if (!options.policy_log.empty()) {
+    setup.policy_log = std::make_unique<std::ofstream>(options.policy_log);
+    if (!*setup.policy_log) {
+      throw InvalidArgument(
+          fmt::format("--policy-log {}: cannot open the file for writing", options.policy_log));
+    }
+    static_cast<spec::AutoDrafter&>(*setup.drafter).set_log(setup.policy_log.get());
   }
   return setup;
 }

@@ -33,6 +33,18 @@ struct DraftSetup {
   int draft_max = 0;
 };
 
+// The draft model of -md (null when there is none or the drafter does not use it), checked to
+// share the target's vocabulary (Unsupported otherwise). Loaded once, it may back many drafters.
+std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
+                                               const model::Model& target);
+// One drafter as the options describe it, over an already loaded draft model; null for --draft
+// none. InvalidArgument names the offending option.
+std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options,
+                                                     const model::Model& target,
+                                                     const model::Model* draft_model,
+                                                     kernels::ThreadPool& pool, int64_t n_ctx,
+                                                     int64_t ubatch);
+
 // Validates the combination (InvalidArgument names the offending option; Unsupported for a draft
 // model whose vocabulary differs from the target's) and builds the drafter.
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,

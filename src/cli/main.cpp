@@ -22,11 +22,15 @@ int main(int argc, char** argv) {
   augur::cli::add_tokenize_command(app, exit_code);
   augur::cli::add_bench_command(app, exit_code);
   augur::cli::add_quantize_command(app, exit_code);
-  // llama.cpp spells the draft model option "-md"; CLI11 short names are one character.
+  augur::cli::add_serve_command(app, exit_code);
+  // llama.cpp spells the draft model option "-md" and the server's sessions "-np"; CLI11 short
+  // names are one character.
   std::vector<char*> args(argv, argv + argc);
   static char model_draft[] = "--model-draft";
+  static char parallel[] = "--parallel";
   for (auto& arg : args) {
     if (std::strcmp(arg, "-md") == 0) arg = model_draft;
+    if (std::strcmp(arg, "-np") == 0) arg = parallel;
   }
   try {
     app.parse(static_cast<int>(args.size()), args.data());

@@ -50,7 +50,7 @@ class Generator::Run {
     prefill();
     const auto start = Clock::now();
     const int32_t first = sampler_.sample(row(g_.logits_, 0), history_, rng_);
-    if (emit(first)) {
+    if (emit(first, 0)) {
       if (opt_.drafter) {
         speculative_loop();
       } else {
@@ -109,9 +109,11 @@ class Generator::Run {
     return seconds_since(start);
   }
 
-  // Hands one committed token to the caller; false once generation must stop.
-  bool emit(int32_t token) {
+  // Hands one committed token, drawn from logits row `logits_row`, to the caller; false once
+  // generation must stop.
+  bool emit(int32_t token, size_t logits_row) {
     if (!opt_.ignore_eos && is_eog_ && is_eog_(token)) return stop(StopReason::EndOfGeneration);
+    if (opt_.on_token_logits) opt_.on_token_logits(token, row(g_.logits_, logits_row));
     result_.tokens.push_back(token);
     history_.push_back(token);
     if (on_token_ && !on_token_(token)) return stop(StopReason::Cancelled);
@@ -138,7 +140,7 @@ class Generator::Run {
                             g_.logits_.data());
       g_.cache_.commit(1);
       g_.cached_.push_back(carry);
-      if (!emit(sampler_.sample(row(g_.logits_, 0), history_, rng_))) return;
+      if (!emit(sampler_.sample(row(g_.logits_, 0), history_, rng_), 0)) return;
     }
   }
 
@@ -226,8 +228,10 @@ class Generator::Run {
       for (int i = 0; i < n; ++i) ++st.accepted_at[static_cast<size_t>(i)];
 
       bool go_on = true;
-      for (int i = 0; i < n && go_on; ++i) go_on = emit(draft.tokens[static_cast<size_t>(i)]);
-      if (go_on) go_on = emit(verdict.next_token);
+      for (int i = 0; i < n && go_on; ++i) {
+        go_on = emit(draft.tokens[static_cast<size_t>(i)], static_cast<size_t>(i));
+      }
+      if (go_on) go_on = emit(verdict.next_token, static_cast<size_t>(n));
       if (opt_.on_cycle) opt_.on_cycle({history_, static_cast<int>(kd), n});
       if (!go_on) return;
     }

@@ -49,6 +49,10 @@ struct GenerateOptions {
   spec::Acceptor* acceptor = nullptr;
   // Called after each speculative cycle has committed (caches hold only committed rows).
   std::function<void(const CycleInfo&)> on_cycle;
+  // Called for each generated token, before on_token, with the target's logits row it was
+  // drawn from ([n_vocab]; the same bits AR would see, the kernels being batch-invariant):
+  // what log-probabilities are reported from. Empty: not called.
+  std::function<void(int32_t token, std::span<const float> logits)> on_token_logits;
 };
 
 enum class StopReason { Length, EndOfGeneration, ContextFull, Cancelled };
