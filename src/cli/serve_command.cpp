@@ -106,12 +106,17 @@ int serve(const ServeOptions& opt) {
     kernels::ThreadPool pool(opt.runtime.resolved_threads());
     const int64_t n_ctx = opt.runtime.resolved_ctx(*model);
     const auto draft_model = load_draft_model(opt.draft, *model);
+    // The sessions' target forwards run as one: room for a prefill ubatch plus a verify of
+    // every other session.
+    model::ForwardBatcher batcher(
+        *model, pool, opt.runtime.ubatch + opt.parallel * (engine::kMaxDraft + 1), n_ctx);
     std::vector<std::unique_ptr<server::Slot>> slots;
     for (int i = 0; i < opt.parallel; ++i) {
       auto slot = std::make_unique<server::Slot>();
       slot->id = i;
       slot->generator =
           std::make_unique<engine::Generator>(*model, pool, n_ctx, opt.runtime.ubatch);
+      slot->generator->set_batcher(&batcher);
       slot->drafter =
           make_draft_source(opt.draft, *model, draft_model.get(), pool, n_ctx, opt.runtime.ubatch);
       slots.push_back(std::move(slot));
@@ -128,6 +133,7 @@ int serve(const ServeOptions& opt) {
     backend.n_ctx = n_ctx;
     backend.draft_max = opt.draft.draft_max;
     backend.bos_text = special_text(*tok, tok->bos());
+    backend.batcher = &batcher;
     const std::string eos_text = special_text(*tok, tok->eos());
     backend.render_chat = [&](const nlohmann::ordered_json& messages, bool add_generation_prompt) {
       const nlohmann::ordered_json context = {{"messages", messages},

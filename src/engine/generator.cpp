@@ -288,6 +288,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
     throw InvalidArgument(fmt::format("sampler is for {} tokens, the model has {}",
                                       sampler.n_vocab(), model_.hparams().n_vocab));
   }
+  const model::ForwardBatcher::Participation batched(eval_.batcher());
   try {
     return Run(*this, prompt, sampler, rng, options, is_eog, on_token).run();
   } catch (...) {

@@ -108,6 +108,10 @@ class Generator {
   // Forgets the cached prefix: the next prompt is evaluated in full.
   void reset();
 
+  // Target forwards go through `batcher`, combined with other sessions' (the server); while a
+  // generate() runs, this session counts as one the batcher waits for. Null: run alone.
+  void set_batcher(model::ForwardBatcher* batcher) { eval_.set_batcher(batcher); }
+
   int64_t n_ctx() const { return cache_.capacity(); }
   // Bytes of the session: the model file it maps, its cache and its buffers.
   int64_t memory_bytes() const;

@@ -37,7 +37,11 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
     req.out_rows = ub_rows_;
     req.logits = logits + static_cast<int64_t>(first_out) * n_vocab;
     req.n_layers = n_layers;
-    model_.forward_ubatch(req, memory, *workspace_, pool_);
+    if (batcher_) {
+      batcher_->forward(req, memory);
+    } else {
+      model_.forward_ubatch(req, memory, *workspace_, pool_);
+    }
   }
   AUGUR_CHECK(next_out == out_rows.size(), "every out_row within the batch");
 }
@@ -49,6 +53,12 @@ void Evaluator::forward_last(std::span<const int32_t> tokens, Memory& memory, fl
   for (size_t i = 0; i < tokens.size(); ++i) positions_[i] = static_cast<int32_t>(n_past + i);
   const int32_t last = static_cast<int32_t>(tokens.size()) - 1;
   forward(tokens, positions_, std::span<const int32_t>(&last, 1), memory, logits, n_layers);
+}
+
+void Evaluator::set_batcher(ForwardBatcher* batcher) {
+  AUGUR_CHECK(!batcher || &batcher->model() == &model_, "a batcher runs the evaluator's model");
+  AUGUR_CHECK(!batcher || batcher->max_rows() >= ubatch_, "the batcher fits a whole ubatch");
+  batcher_ = batcher;
 }
 
 int64_t Evaluator::bytes() const {

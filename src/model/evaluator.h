@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "model/forward_batcher.h"
 #include "model/model.h"
 
 namespace augur::model {
@@ -26,6 +27,11 @@ class Evaluator {
   void forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,
                     int n_layers = -1);
 
+  // Routes every ubatch through `batcher` (its model must be this one), to be combined with
+  // other sessions' forwards; null: run alone.
+  void set_batcher(ForwardBatcher* batcher);
+  ForwardBatcher* batcher() const { return batcher_; }
+
   const Model& model() const { return model_; }
   kernels::ThreadPool& pool() { return pool_; }
   int64_t ubatch() const { return ubatch_; }
@@ -37,6 +43,7 @@ class Evaluator {
   kernels::ThreadPool& pool_;
   int64_t ubatch_;
   std::unique_ptr<Workspace> workspace_;
+  ForwardBatcher* batcher_ = nullptr;
   std::vector<int32_t> positions_;  // scratch for forward_last
   std::vector<int32_t> ub_rows_;    // out_rows of one ubatch, rebased
 };

@@ -35,6 +35,14 @@ struct UbatchRequest {
   int n_layers = -1;  // run only the first n layers (layer-skip drafting); -1 = all
 };
 
+// Rows [first_row, first_row + n_rows) of a ubatch that continue `memory`: a forward over
+// several sessions (each its own cache) at once has one segment per session.
+struct MemorySegment {
+  int64_t first_row = 0;
+  int64_t n_rows = 0;
+  Memory* memory = nullptr;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -46,6 +54,13 @@ class Model {
   // max_rows.
   virtual void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
                               kernels::ThreadPool& pool) const = 0;
+  // The same over contiguous segments of the ubatch, each on its own memory (row i of a segment
+  // attends to that memory and the segment's rows up to i): the weights stream once for every
+  // session's rows. A row's logits are bitwise those of a forward_ubatch of its segment alone.
+  // The default runs a single segment; more throw Unsupported.
+  virtual void forward_segments(const UbatchRequest& request,
+                                std::span<const MemorySegment> segments, Workspace& workspace,
+                                kernels::ThreadPool& pool) const;
 };
 
 using ArchLoader = std::unique_ptr<Model> (*)(std::unique_ptr<gguf::File> file);

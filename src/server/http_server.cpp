@@ -299,7 +299,8 @@ void HttpServer::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     guarded(res, [&] {
       need_ready();
-      res.set_content(metrics.prometheus(*backend.slots), "text/plain; version=0.0.4");
+      res.set_content(metrics.prometheus(*backend.slots, backend.batcher),
+                      "text/plain; version=0.0.4");
     });
   });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/forward_batcher.h"
 #include "server/slot_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,6 +37,7 @@ struct Backend {
   std::function<std::string(const nlohmann::ordered_json& messages, bool add_generation_prompt)>
       render_chat;
   std::string bos_text;  // a rendered chat that starts with it gets no second BOS
+  const model::ForwardBatcher* batcher = nullptr;  // for /metrics; may be null
 };
 
 class HttpServer {

@@ -35,7 +35,7 @@ void Metrics::count_generation(const engine::GenerateStats& stats, int64_t reuse
   spec_accepted_ += stats.spec.accepted;
 }
 
-std::string Metrics::prometheus(const SlotPool& slots) const {
+std::string Metrics::prometheus(const SlotPool& slots, const model::ForwardBatcher* batcher) const {
   std::lock_guard lock(mutex_);
   std::string out;
   const auto metric = [&](const char* name, const char* type, const char* help, auto value,
@@ -80,6 +80,16 @@ std::string Metrics::prometheus(const SlotPool& slots) const {
          slots.kv_bytes_in_use());
   metric("kv_bytes_capacity", "gauge", "Bytes the sessions' caches have room for.",
          slots.kv_bytes_capacity());
+  if (batcher) {
+    const auto b = batcher->stats();
+    metric("batched_forwards_total", "counter",
+           "Target forwards run for the sessions (each may carry several sessions' rows).",
+           b.forwards);
+    metric("batched_session_ubatches_total", "counter",
+           "Session ubatches those forwards carried (divided by forwards: sessions per forward).",
+           b.jobs);
+    metric("batched_rows_total", "counter", "Rows those forwards evaluated.", b.rows);
+  }
   return out;
 }
 

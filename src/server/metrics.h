@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/generator.h"
+#include "model/forward_batcher.h"
 
 namespace augur::server {
 
@@ -21,7 +22,7 @@ class Metrics {
   // and its timing and speculative stats.
   void count_generation(const engine::GenerateStats& stats, int64_t reused_tokens);
 
-  std::string prometheus(const SlotPool& slots) const;
+  std::string prometheus(const SlotPool& slots, const model::ForwardBatcher* batcher) const;
 
  private:
   mutable std::mutex mutex_;

@@ -119,15 +119,30 @@ std::unique_ptr<Workspace> Decoder::make_workspace(int64_t max_rows, int64_t n_c
 
 void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace& workspace,
                              kernels::ThreadPool& pool) const {
+  const MemorySegment whole{0, static_cast<int64_t>(req.tokens.size()), &memory};
+  forward_segments(req, std::span<const MemorySegment>(&whole, 1), workspace, pool);
+}
+
+void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemorySegment> segments,
+                               Workspace& workspace, kernels::ThreadPool& pool) const {
   auto& ws = static_cast<DecoderWorkspace&>(workspace);
   const int64_t M = static_cast<int64_t>(req.tokens.size());
   AUGUR_CHECK(M > 0 && M <= ws.max_rows, "ubatch larger than the workspace");
   AUGUR_CHECK(req.positions.size() == req.tokens.size(), "one position per token");
-  const int64_t n_past = memory.n_rows();
-  if (n_past + M > memory.capacity()) {
-    throw InvalidArgument(fmt::format("context full: {} rows held + {} new > context size {}",
-                                      n_past, M, memory.capacity()));
+  // Each segment's rows held before this batch; the segments tile the batch in order.
+  std::vector<int64_t> n_past(segments.size());
+  int64_t covered = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const MemorySegment& seg = segments[s];
+    AUGUR_CHECK(seg.first_row == covered && seg.n_rows > 0, "segments tile the ubatch in order");
+    covered += seg.n_rows;
+    n_past[s] = seg.memory->n_rows();
+    if (n_past[s] + seg.n_rows > seg.memory->capacity()) {
+      throw InvalidArgument(fmt::format("context full: {} rows held + {} new > context size {}",
+                                        n_past[s], seg.n_rows, seg.memory->capacity()));
+    }
   }
+  AUGUR_CHECK(covered == M, "segments cover the ubatch");
   const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
   const int64_t head_dim = hp_.head_dim;
   const int n_layers = req.n_layers < 0 ? static_cast<int>(hp_.n_layer)
@@ -151,36 +166,45 @@ void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace
     kernels::matmul(l.wq, ws.xn.data(), M, ws.q.data(), pool);
     kernels::matmul(l.wk, ws.xn.data(), M, ws.k.data(), pool);
     kernels::matmul(l.wv, ws.xn.data(), M, ws.v.data(), pool);
-    for (int64_t row = 0; row < M; ++row) {
-      float* q = &ws.q[row * q_dim];
-      float* k = &ws.k[row * kv_dim];
-      float* v = &ws.v[row * kv_dim];
-      if (options_.qkv_bias) {
-        for (int64_t i = 0; i < q_dim; ++i) q[i] += l.bq[i];
-        for (int64_t i = 0; i < kv_dim; ++i) k[i] += l.bk[i];
-        for (int64_t i = 0; i < kv_dim; ++i) v[i] += l.bv[i];
-      }
-      if (options_.qk_norm) {
-        for (int64_t head = 0; head < hp_.n_head; ++head) {
-          rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim,
-                   hp_.rms_eps);
+    for (size_t s = 0; s < segments.size(); ++s) {
+      Memory& memory = *segments[s].memory;
+      for (int64_t row = segments[s].first_row; row < segments[s].first_row + segments[s].n_rows;
+           ++row) {
+        const int64_t slot = n_past[s] + row - segments[s].first_row;  // the row's memory row
+        float* q = &ws.q[row * q_dim];
+        float* k = &ws.k[row * kv_dim];
+        float* v = &ws.v[row * kv_dim];
+        if (options_.qkv_bias) {
+          for (int64_t i = 0; i < q_dim; ++i) q[i] += l.bq[i];
+          for (int64_t i = 0; i < kv_dim; ++i) k[i] += l.bk[i];
+          for (int64_t i = 0; i < kv_dim; ++i) v[i] += l.bv[i];
         }
+        if (options_.qk_norm) {
+          for (int64_t head = 0; head < hp_.n_head; ++head) {
+            rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim,
+                     hp_.rms_eps);
+          }
+          for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
+            rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim,
+                     hp_.rms_eps);
+          }
+        }
+        const float* rope = &ws.rope[row * hp_.n_rot];
+        apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
+        apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
         for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-          rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim,
-                   hp_.rms_eps);
+          std::memcpy(memory.keys(layer, static_cast<int>(head)) + slot * head_dim,
+                      k + head * head_dim, sizeof(float) * head_dim);
+          std::memcpy(memory.values(layer, static_cast<int>(head)) + slot * head_dim,
+                      v + head * head_dim, sizeof(float) * head_dim);
         }
-      }
-      const float* rope = &ws.rope[row * hp_.n_rot];
-      apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
-      apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
-      for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-        std::memcpy(memory.keys(layer, static_cast<int>(head)) + (n_past + row) * head_dim,
-                    k + head * head_dim, sizeof(float) * head_dim);
-        std::memcpy(memory.values(layer, static_cast<int>(head)) + (n_past + row) * head_dim,
-                    v + head * head_dim, sizeof(float) * head_dim);
       }
     }
-    attention(ws.q.data(), memory, layer, n_past, M, hp_, ws.attn.data(), pool);
+    for (size_t s = 0; s < segments.size(); ++s) {
+      const int64_t first = segments[s].first_row;
+      attention(ws.q.data() + first * q_dim, *segments[s].memory, layer, n_past[s],
+                segments[s].n_rows, hp_, ws.attn.data() + first * q_dim, pool);
+    }
     kernels::matmul(l.wo, ws.attn.data(), M, ws.xn.data(), pool);
     for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
 
@@ -194,7 +218,7 @@ void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace
     for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
   }
   // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.
-  memory.advance(M);
+  for (const MemorySegment& seg : segments) seg.memory->advance(seg.n_rows);
 
   if (req.out_rows.empty()) return;
   const int64_t n_out = static_cast<int64_t>(req.out_rows.size());

@@ -39,6 +39,8 @@ class Decoder final : public Model {
   std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const override;
   void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
                       kernels::ThreadPool& pool) const override;
+  void forward_segments(const UbatchRequest& request, std::span<const MemorySegment> segments,
+                        Workspace& workspace, kernels::ThreadPool& pool) const override;
 
  private:
   std::unique_ptr<gguf::File> file_;

@@ -1,0 +1,162 @@
+#include "model/forward_batcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace augur::model {
+
+struct ForwardBatcher::Job {
+  const UbatchRequest* request = nullptr;
+  Memory* memory = nullptr;
+  bool done = false;
+  std::exception_ptr error;
+  int64_t rows() const { return static_cast<int64_t>(request->tokens.size()); }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a leader waits for sessions that have not submitted yet: half the last forward,
+// within [100 us, 5 ms].
+Clock::duration gather_window(double last_forward_s) {
+  const double s = std::clamp(0.5 * last_forward_s, 100e-6, 5e-3);
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+ForwardBatcher::ForwardBatcher(const Model& model, kernels::ThreadPool& pool, int64_t max_rows,
+                               int64_t n_ctx)
+    : model_(model), pool_(pool), max_rows_(max_rows) {
+  if (max_rows < 1) throw InvalidArgument("a forward batcher needs room for at least one row");
+  workspace_ = model.make_workspace(max_rows, n_ctx);
+}
+
+ForwardBatcher::~ForwardBatcher() = default;
+
+void ForwardBatcher::join() {
+  std::lock_guard lock(mutex_);
+  ++active_;
+}
+
+void ForwardBatcher::leave() {
+  {
+    std::lock_guard lock(mutex_);
+    --active_;
+  }
+  changed_.notify_all();  // a leader waiting for this session stops waiting
+}
+
+ForwardBatcher::Stats ForwardBatcher::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void ForwardBatcher::forward(const UbatchRequest& request, Memory& memory) {
+  AUGUR_CHECK(static_cast<int64_t>(request.tokens.size()) <= max_rows_,
+              "a session's ubatch fits the batcher");
+  Job job;
+  job.request = &request;
+  job.memory = &memory;
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&job);
+  changed_.notify_all();
+  while (!job.done) {
+    if (leader_busy_) {
+      changed_.wait(lock);
+      continue;
+    }
+    leader_busy_ = true;
+    const auto deadline = Clock::now() + gather_window(last_forward_s_);
+    const auto queued_rows = [&] {
+      int64_t rows = 0;
+      for (const Job* j : queue_) rows += j->rows();
+      return rows;
+    };
+    while (static_cast<int>(queue_.size()) < active_ && queued_rows() < max_rows_ &&
+           changed_.wait_until(lock, deadline) != std::cv_status::timeout) {
+    }
+    // First come, first served, as many as fit; only forwards over the same layers combine.
+    std::vector<Job*> batch;
+    int64_t rows = 0;
+    const int n_layers = queue_.front()->request->n_layers;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      Job* j = *it;
+      if (j->request->n_layers == n_layers && rows + j->rows() <= max_rows_) {
+        rows += j->rows();
+        batch.push_back(j);
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    const auto start = Clock::now();
+    try {
+      run(batch);
+    } catch (...) {
+      // One session's bad request (a full context, a bad token) fails before any row is
+      // written: run each alone so that only its own forward fails.
+      if (batch.size() == 1) {
+        batch[0]->error = std::current_exception();
+      } else {
+        for (Job* j : batch) {
+          try {
+            run({j});
+          } catch (...) {
+            j->error = std::current_exception();
+          }
+        }
+      }
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    lock.lock();
+    last_forward_s_ = seconds;
+    ++stats_.forwards;
+    stats_.jobs += static_cast<int64_t>(batch.size());
+    stats_.rows += rows;
+    for (Job* j : batch) j->done = true;
+    leader_busy_ = false;
+    changed_.notify_all();
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+void ForwardBatcher::run(const std::vector<Job*>& batch) {
+  if (batch.size() == 1) {
+    model_.forward_ubatch(*batch[0]->request, *batch[0]->memory, *workspace_, pool_);
+    return;
+  }
+  tokens_.clear();
+  positions_.clear();
+  out_rows_.clear();
+  segments_.clear();
+  const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  for (const Job* j : batch) {
+    const UbatchRequest& r = *j->request;
+    const auto first = static_cast<int64_t>(tokens_.size());
+    segments_.push_back({first, j->rows(), j->memory});
+    tokens_.insert(tokens_.end(), r.tokens.begin(), r.tokens.end());
+    positions_.insert(positions_.end(), r.positions.begin(), r.positions.end());
+    for (const int32_t row : r.out_rows) out_rows_.push_back(static_cast<int32_t>(first + row));
+  }
+  logits_.resize(out_rows_.size() * n_vocab);
+  UbatchRequest combined;
+  combined.tokens = tokens_;
+  combined.positions = positions_;
+  combined.out_rows = out_rows_;
+  combined.logits = logits_.data();
+  combined.n_layers = batch.front()->request->n_layers;
+  model_.forward_segments(combined, segments_, *workspace_, pool_);
+  size_t out = 0;
+  for (const Job* j : batch) {
+    const size_t n = j->request->out_rows.size() * n_vocab;
+    if (n > 0) std::memcpy(j->request->logits, logits_.data() + out, n * sizeof(float));
+    out += n;
+  }
+}
+
+}  // namespace augur::model
