@@ -13,8 +13,10 @@ namespace augur::testing {
 
 // Sends a POST of `body` to 127.0.0.1:port and reads until `until` has appeared `times` times
 // in the answer (or the server closes); then closes the connection. Returns what was read.
+// `headers`: extra header lines, each ending in "\r\n".
 inline std::string post_and_hang_up(int port, const std::string& path, const std::string& body,
-                                    const std::string& until, int times) {
+                                    const std::string& until, int times,
+                                    const std::string& headers = "") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -22,10 +24,9 @@ inline std::string post_and_hang_up(int port, const std::string& path, const std
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string got;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string request = "POST " + path +
-                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                                "Content-Length: " +
-                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string request =
+        "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+        headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
         static_cast<ssize_t>(request.size())) {
       char buf[4096];
