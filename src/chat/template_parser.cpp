@@ -100,7 +100,7 @@ class Parser {
       if (t.kind == TokenKind::EndOfInput) {
         if (end_tags.size() != 0) {
           fail(t.line, "unexpected end of template, expected '{% " +
-                           std::string(*end_tags.begin()) + " %}'");
+                           std::string(*(end_tags.end() - 1)) + " %}'");
         }
         return body;
       }
