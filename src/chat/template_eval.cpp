@@ -208,10 +208,9 @@ class Renderer {
     std::tm local{};
     localtime_r(&t, &local);
     std::string buf(256 + format.size() * 8, '\0');
+    // strftime returns 0 both for an empty result and for overflow; the buffer leaves room.
     const size_t n =
         format.empty() ? 0 : std::strftime(buf.data(), buf.size(), format.c_str(), &local);
-    if (n == 0 && !format.empty())
-      value_fault("strftime_now(): format gives an empty or too long result");
     buf.resize(n);
     return buf;
   }

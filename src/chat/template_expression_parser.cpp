@@ -182,6 +182,9 @@ ExprPtr ExpressionParser::parse_primary() {
     } else if (t.text == "none" || t.text == "None") {
       e->literal = Value::none();
     } else {
+      if (macro_depth_ > 0 && (t.text == "varargs" || t.text == "kwargs")) {
+        unsupported(line, "macro variable '" + t.text + "'");
+      }
       e->kind = ExprKind::Name;
       e->name = t.text;
     }

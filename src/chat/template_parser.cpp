@@ -204,7 +204,9 @@ class Parser : ExpressionParser {
       node->defaults.push_back(skip_op("=") ? parse_expression(true) : nullptr);
     }
     expect_block_end();
+    ++macro_depth_;
     node->body = parse_body({"endmacro"});
+    --macro_depth_;
     end_tag("endmacro");
     return node;
   }

@@ -136,10 +136,8 @@ std::vector<std::string> python_split(std::string_view text, std::optional<std::
     while (pos < cps.size() && is_python_space(cps[pos])) ++pos;
     if (pos == cps.size()) break;
     if (max_split >= 0 && static_cast<int64_t>(parts.size()) == max_split) {
-      // Python keeps the remainder as is, trailing whitespace stripped.
-      size_t end = cps.size();
-      while (end > pos && is_python_space(cps[end - 1])) --end;
-      parts.push_back(encode_utf8(std::u32string_view(cps).substr(pos, end - pos)));
+      // Python keeps the remainder as is, trailing whitespace included.
+      parts.push_back(encode_utf8(std::u32string_view(cps).substr(pos)));
       break;
     }
     size_t end = pos;

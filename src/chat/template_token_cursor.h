@@ -77,6 +77,7 @@ class TokenCursor {
 
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;
+  int macro_depth_ = 0;  // macro bodies around the cursor: varargs/kwargs are not provided
 };
 
 }  // namespace augur::chat

@@ -66,7 +66,9 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::number_integer: return Value(json.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto u = json.get<uint64_t>();
-      if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
+      if (u > static_cast<uint64_t>(INT64_MAX)) {
+        unsupported_fault("integer " + std::to_string(u) + " beyond 64-bit signed range");
+      }
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(json.get<double>());

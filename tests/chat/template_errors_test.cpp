@@ -72,6 +72,8 @@ TEST(TemplateUnsupported, OtherConstructsNamedWithTheirLine) {
             "line 2: unsupported chained comparison");
   EXPECT_EQ(parse_error_of<Unsupported>("{% set c = cycler('a', 'b') %}"),
             "line 1: unsupported function 'cycler'");
+  EXPECT_EQ(parse_error_of<Unsupported>("{% macro m() %}\n{{ varargs }}{% endmacro %}"),
+            "line 2: unsupported macro variable 'varargs'");
   EXPECT_EQ(parse_error_of<Unsupported>("{{ f(*args) }}"),
             "line 1: unsupported *args/**kwargs in a call");
 }

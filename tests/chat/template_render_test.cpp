@@ -170,6 +170,9 @@ TEST(TemplatePython, StringMethods) {
   EXPECT_EQ(render("{{ 'Hello World'.lower() }} {{ 'hi'.upper() }} {{ 'hello world'.title() }} "
                    "{{ 'x'|upper }} {{ 'a,b'.split(',', 1) }}"),
             "hello world HI Hello World X ['a', 'b']");
+  EXPECT_EQ(render("{{ '  a  b c  '.split(none, 1) }}|{{ 'a,b,c'.split(',', 1) }}|"
+                   "{{ ' x '.split() }}"),
+            "['a', 'b c  ']|['a', 'b,c']|['x']");
   EXPECT_EQ(render("{{ {'a': 1}.get('a') }}{{ {'a': 1}.get('b') }}{{ {'a': 1}.get('b', 2) }} "
                    "{{ {'a': 1, 'b': 2}.keys()|list }} {{ {'a': 1}.values()|list }}"),
             "1None2 ['a', 'b'] [1]");
