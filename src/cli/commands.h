@@ -8,6 +8,7 @@ namespace augur::cli {
 void add_run_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
 void add_tokenize_command(CLI::App& app, int& exit_code);
+void add_chat_template_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_quantize_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);

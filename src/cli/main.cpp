@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   augur::cli::add_run_command(app, exit_code);
   augur::cli::add_logits_command(app, exit_code);
   augur::cli::add_tokenize_command(app, exit_code);
+  augur::cli::add_chat_template_command(app, exit_code);
   augur::cli::add_bench_command(app, exit_code);
   augur::cli::add_quantize_command(app, exit_code);
   augur::cli::add_serve_command(app, exit_code);
