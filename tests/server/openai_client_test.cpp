@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -75,6 +76,7 @@ void expect_client_passes(const std::vector<std::string>& extra_args, const std:
   const auto result = run_openai_client(client_config(server, drafter, key));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err << "\nserver log:\n" << server.log();
   EXPECT_NE(result.out.find("checks passed"), std::string::npos) << result.out;
+  std::cout << result.out;  // the script's checks, one line each, for ctest's log
 }
 
 TEST(OpenAiClient, GreedyEqualsRunWithoutDrafterAndApiKeyIsEnforced) {
