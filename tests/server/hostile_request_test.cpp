@@ -78,7 +78,7 @@ class HostileRequests : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new ServeProcess({"-m", (models_dir() / "zoo-target-q8_0.gguf").string(), "-t", "1",
-                                "--parallel", "2", "--api-key", kKey, "--max-body",
+                                "--parallel", "2", "--queue", "32", "--api-key", kKey, "--max-body",
                                 std::to_string(kMaxBody)});
   }
   static void TearDownTestSuite() { delete server_; }
