@@ -66,14 +66,21 @@ CompletionResult run_completion(Slot& slot, const tokenizer::Tokenizer& tok,
   bool client_gone = false;
   if (request.logprobs) {
     options.on_token_logits = [&](int32_t token, std::span<const float> logits) {
-      result.logprobs.push_back(token_logprob(tok, logits, token, request.top_logprobs));
-      pending.logprobs.push_back(result.logprobs.back());
+      TokenLogprob entry = token_logprob(tok, logits, token, request.top_logprobs);
+      entry.text_offset = text.decoded_size();
+      pending.logprobs.push_back(std::move(entry));
     };
   }
   // Sends the text with the log-probabilities of the tokens since the last send. A token whose
   // text is still held back keeps its entry for the next send; `last` sends even without text.
+  // After a stop string, only tokens that start before it belong to the answer.
   const auto flush = [&](std::string piece, bool last) {
+    if (text.stopped()) {
+      std::erase_if(pending.logprobs,
+                    [&](const TokenLogprob& e) { return e.text_offset >= text.sent().size(); });
+    }
     if (piece.empty() && (!last || pending.logprobs.empty())) return;
+    result.logprobs.insert(result.logprobs.end(), pending.logprobs.begin(), pending.logprobs.end());
     pending.text = std::move(piece);
     if (job.on_delta && !job.on_delta(std::move(pending))) client_gone = true;
     pending = Delta{};

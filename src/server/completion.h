@@ -30,6 +30,7 @@ struct TokenLogprob {
   std::string token;
   float logprob = 0;
   std::vector<Alternative> top;  // most likely first, request.top_logprobs of them
+  size_t text_offset = 0;        // where the token's text starts in the completion text
 };
 
 // Text that became safe to send, with the log-probabilities of the tokens that produced it.
@@ -44,8 +45,10 @@ struct CompletionResult {
   bool cancelled = false;     // the client went away or the server is shutting down
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int64_t reused_tokens = 0;           // prompt tokens the slot's cache already held
-  std::vector<TokenLogprob> logprobs;  // every token's, when requested
+  int64_t reused_tokens = 0;  // prompt tokens the slot's cache already held
+  // Every token's that contributed to the text, when requested (a token wholly inside a stop
+  // string is not part of the answer).
+  std::vector<TokenLogprob> logprobs;
   engine::GenerateStats stats;
 };
 

@@ -29,7 +29,7 @@ Json chat_logprobs_json(const std::vector<TokenLogprob>& entries) {
 }
 
 // Completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}.
-Json completion_logprobs_json(const std::vector<TokenLogprob>& entries, size_t text_offset) {
+Json completion_logprobs_json(const std::vector<TokenLogprob>& entries) {
   Json tokens = Json::array(), logprobs = Json::array(), tops = Json::array(),
        offsets = Json::array();
   for (const auto& e : entries) {
@@ -38,8 +38,7 @@ Json completion_logprobs_json(const std::vector<TokenLogprob>& entries, size_t t
     Json top = Json::object();
     for (const auto& alt : e.top) top[alt.token] = alt.logprob;
     tops.push_back(std::move(top));
-    offsets.push_back(text_offset);
-    text_offset += e.token.size();
+    offsets.push_back(e.text_offset);
   }
   return {{"tokens", std::move(tokens)},
           {"token_logprobs", std::move(logprobs)},
@@ -47,11 +46,10 @@ Json completion_logprobs_json(const std::vector<TokenLogprob>& entries, size_t t
           {"text_offset", std::move(offsets)}};
 }
 
-Json logprobs_json(const CompletionRequest& request, const std::vector<TokenLogprob>& entries,
-                   size_t text_offset) {
+Json logprobs_json(const CompletionRequest& request, const std::vector<TokenLogprob>& entries) {
   if (!request.logprobs) return nullptr;
   return request.endpoint == Endpoint::Chat ? chat_logprobs_json(entries)
-                                            : completion_logprobs_json(entries, text_offset);
+                                            : completion_logprobs_json(entries);
 }
 
 const char* object_name(const CompletionRequest& request, bool chunk) {
@@ -103,7 +101,7 @@ Json usage_json(const CompletionResult& result) {
 Json completion_json(const CompletionRequest& request, const CompletionResult& result,
                      const ResponseIds& ids) {
   Json choice = {{"index", 0},
-                 {"logprobs", logprobs_json(request, result.logprobs, 0)},
+                 {"logprobs", logprobs_json(request, result.logprobs)},
                  {"finish_reason", result.finish_reason}};
   if (request.endpoint == Endpoint::Chat) {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
@@ -119,10 +117,9 @@ Json completion_json(const CompletionRequest& request, const CompletionResult& r
 
 Json delta_chunk_json(const CompletionRequest& request, const Delta& delta, const ResponseIds& ids,
                       bool role_only) {
-  Json choice = {
-      {"index", 0},
-      {"logprobs", role_only ? Json(nullptr) : logprobs_json(request, delta.logprobs, 0)},
-      {"finish_reason", nullptr}};
+  Json choice = {{"index", 0},
+                 {"logprobs", role_only ? Json(nullptr) : logprobs_json(request, delta.logprobs)},
+                 {"finish_reason", nullptr}};
   if (request.endpoint == Endpoint::Chat) {
     choice["delta"] =
         role_only ? Json{{"role", "assistant"}, {"content", ""}} : Json{{"content", delta.text}};

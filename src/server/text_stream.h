@@ -25,6 +25,8 @@ class TextStream {
   bool stopped() const { return stopped_; }
   // Everything sent so far, i.e. the completion text.
   const std::string& sent() const { return sent_; }
+  // Bytes of text decoded so far (sent or held back): where the next token's text starts.
+  size_t decoded_size() const { return text_.size(); }
 
  private:
   // Sends text_[sent_.size(), end).
