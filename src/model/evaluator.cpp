@@ -9,9 +9,8 @@
 namespace augur::model {
 
 Evaluator::Evaluator(const Model& model, kernels::ThreadPool& pool, int64_t ubatch, int64_t n_ctx)
-    : model_(model), pool_(pool), ubatch_(ubatch) {
+    : model_(model), pool_(pool), ubatch_(ubatch), n_ctx_(n_ctx) {
   if (ubatch < 1) throw InvalidArgument(fmt::format("ubatch {} must be at least 1", ubatch));
-  workspace_ = model.make_workspace(ubatch, n_ctx);
   ub_rows_.reserve(static_cast<size_t>(ubatch));
 }
 
@@ -40,6 +39,8 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
     if (batcher_) {
       batcher_->forward(req, memory);
     } else {
+      // Made on first use: a session whose forwards all go through a batcher never needs it.
+      if (!workspace_) workspace_ = model_.make_workspace(ubatch_, n_ctx_);
       model_.forward_ubatch(req, memory, *workspace_, pool_);
     }
   }
@@ -62,7 +63,7 @@ void Evaluator::set_batcher(ForwardBatcher* batcher) {
 }
 
 int64_t Evaluator::bytes() const {
-  return workspace_->bytes();
+  return workspace_ ? workspace_->bytes() : 0;
 }
 
 }  // namespace augur::model

@@ -35,13 +35,15 @@ class Evaluator {
   const Model& model() const { return model_; }
   kernels::ThreadPool& pool() { return pool_; }
   int64_t ubatch() const { return ubatch_; }
-  // Bytes of its workspace (not the model's weights, not the memory it runs on).
+  // Bytes of its workspace (not the model's weights, not the memory it runs on); made at the
+  // first forward that does not go through a batcher, 0 before.
   int64_t bytes() const;
 
  private:
   const Model& model_;
   kernels::ThreadPool& pool_;
   int64_t ubatch_;
+  int64_t n_ctx_;
   std::unique_ptr<Workspace> workspace_;
   ForwardBatcher* batcher_ = nullptr;
   std::vector<int32_t> positions_;  // scratch for forward_last

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -65,6 +66,7 @@ struct HttpServer::Impl {
   ServerOptions options;
   httplib::Server http;
   int port = -1;
+  int listen_fd = -1;  // the listening socket, seen by the socket-options hook
   std::atomic<bool> ready{false};
   std::atomic<bool> stopping{false};
   Backend backend;  // written once before `ready` is set
@@ -225,6 +227,10 @@ void HttpServer::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob>
 }
 
 void HttpServer::Impl::routes() {
+  http.set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   http.set_payload_max_length(options.max_body);
   http.set_keep_alive_timeout(2);
   const int threads = options.http_threads;
@@ -353,6 +359,9 @@ void HttpServer::bind() {
     throw Error(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)",
                             o.host, o.port));
   }
+  // cpp-httplib listens with a backlog of 5: a burst of clients connecting at once would be
+  // reset. Listening again on the same socket only raises the backlog.
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
 }
 
 int HttpServer::bound_port() const {

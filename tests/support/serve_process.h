@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,15 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // The server's peak resident memory so far (VmHWM), in bytes; -1 if unknown.
+  int64_t peak_rss_bytes() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+    }
+    return -1;
+  }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   httplib::Client client(int read_timeout_s = 120) const {
     httplib::Client c("127.0.0.1", port_);
