@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace augur::cache {
@@ -44,6 +46,42 @@ void KvCache::commit(int64_t keep) {
 void KvCache::truncate(int64_t n) {
   if (n < 0 || n > committed_) {
     throw InvalidArgument(fmt::format("cache truncate to {} rows, but it holds {}", n, committed_));
+  }
+  committed_ = n;
+  pending_ = 0;
+}
+
+std::vector<float> KvCache::save_rows(int64_t n) const {
+  if (n < 0 || n > committed_) {
+    throw InvalidArgument(fmt::format("cache save of {} rows, but it holds {}", n, committed_));
+  }
+  const auto run = static_cast<size_t>(n * head_dim_);
+  std::vector<float> out(static_cast<size_t>(n_layers_) * 2 * n_heads_ * run);
+  float* dst = out.data();
+  for (int layer = 0; layer < n_layers_; ++layer) {
+    for (int kind = 0; kind < 2; ++kind) {
+      for (int head = 0; head < n_heads_; ++head, dst += run) {
+        std::copy_n(data_.data() + offset(layer, kind, head), run, dst);
+      }
+    }
+  }
+  return out;
+}
+
+void KvCache::restore_rows(std::span<const float> rows, int64_t n) {
+  const auto run = static_cast<size_t>(n * head_dim_);
+  if (n < 0 || n > capacity_ ||
+      rows.size() != static_cast<size_t>(n_layers_) * 2 * n_heads_ * run) {
+    throw InvalidArgument(fmt::format(
+        "cache restore of {} rows ({} floats) into a cache of {} rows", n, rows.size(), capacity_));
+  }
+  const float* src = rows.data();
+  for (int layer = 0; layer < n_layers_; ++layer) {
+    for (int kind = 0; kind < 2; ++kind) {
+      for (int head = 0; head < n_heads_; ++head, src += run) {
+        std::copy_n(src, run, data_.data() + offset(layer, kind, head));
+      }
+    }
   }
   committed_ = n;
   pending_ = 0;

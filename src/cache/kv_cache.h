@@ -27,6 +27,18 @@ class KvCache final : public Cache, private model::Memory {
   std::span<const float> value_row(int layer, int head, int64_t row) const;
   int n_layers() const override { return n_layers_; }
   int n_heads() const override { return n_heads_; }
+  // The first n committed rows of every layer, head, K and V: [n_layers, 2, n_heads, n, head_dim].
+  // InvalidArgument if n > size().
+  std::vector<float> save_rows(int64_t n) const;
+  // Makes `rows` (as save_rows(n) wrote them, from a cache of the same shape) the committed
+  // rows, dropping everything else. InvalidArgument if they do not fit or are not n rows.
+  void restore_rows(std::span<const float> rows, int64_t n);
+  // Bytes of one row across every layer, head, K and V.
+  int64_t row_bytes() const {
+    return static_cast<int64_t>(n_layers_) * 2 * n_heads_ * head_dim_ *
+           static_cast<int64_t>(sizeof(float));
+  }
+
   // Bytes of the K and V rows it holds room for.
   int64_t bytes() const { return static_cast<int64_t>(data_.capacity() * sizeof(float)); }
 

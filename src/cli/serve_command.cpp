@@ -35,6 +35,7 @@ struct ServeOptions {
   server::ServerOptions http;
   int parallel = 4;
   int max_queue = -1;  // -1: 4 x parallel
+  int64_t cache_mib = 256;
   std::string chat_template_file;
   std::string alias;
 };
@@ -122,7 +123,7 @@ int serve(const ServeOptions& opt) {
       slots.push_back(std::move(slot));
     }
     const std::string drafter = slots[0]->drafter ? slots[0]->drafter->name() : "none";
-    server::SlotPool pool_of_slots(std::move(slots), max_queue);
+    server::SlotPool pool_of_slots(std::move(slots), max_queue, opt.cache_mib << 20);
 
     server::Backend backend;
     backend.tok = tok.get();
@@ -186,6 +187,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", h.max_body, "largest request body in bytes (larger: 413)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  cmd->add_option("--cache-mib", opt->cache_mib,
+                  "MiB of K/V rows kept for reuse after the sessions move on (prefix cache; 0: "
+                  "only what the sessions hold)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--chat-template", opt->chat_template_file,
                   "Jinja chat template file, instead of the model's tokenizer.chat_template");
   cmd->add_option("--alias", opt->alias, "model id in responses (default: the file's stem)");

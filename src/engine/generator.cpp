@@ -258,6 +258,16 @@ Generator::Generator(const model::Model& model, kernels::ThreadPool& pool, int64
       logits_(static_cast<size_t>(kMaxDraft + 1) * static_cast<size_t>(model.hparams().n_vocab)),
       probs_(logits_.size()) {}
 
+Generator::Prefix Generator::save_prefix(int64_t n) const {
+  AUGUR_CHECK(n >= 0 && n <= static_cast<int64_t>(cached_.size()), "save within the cached tokens");
+  return {std::vector<int32_t>(cached_.begin(), cached_.begin() + n), cache_.save_rows(n)};
+}
+
+void Generator::restore_prefix(const Prefix& prefix) {
+  cache_.restore_rows(prefix.rows, static_cast<int64_t>(prefix.tokens.size()));
+  cached_ = prefix.tokens;
+}
+
 void Generator::reset() {
   cache_.clear();
   cached_.clear();

@@ -112,6 +112,16 @@ class Generator {
   // generate() runs, this session counts as one the batcher waits for. Null: run alone.
   void set_batcher(model::ForwardBatcher* batcher) { eval_.set_batcher(batcher); }
 
+  // The K/V rows of the first n cached tokens, to be restored later (the server's prefix cache).
+  struct Prefix {
+    std::vector<int32_t> tokens;
+    std::vector<float> rows;  // KvCache::save_rows layout
+  };
+  [[nodiscard]] Prefix save_prefix(int64_t n) const;
+  // Makes the cache hold exactly `prefix` (saved from a generator of the same model and
+  // context); the next generate() evaluates only what its prompt adds.
+  void restore_prefix(const Prefix& prefix);
+
   int64_t n_ctx() const { return cache_.capacity(); }
   // Bytes of the session: the model file it maps, its cache and its buffers.
   int64_t memory_bytes() const;

@@ -45,7 +45,6 @@ CompletionResult run_completion(Slot& slot, const tokenizer::Tokenizer& tok,
   engine::Generator& generator = *slot.generator;
   CompletionResult result;
   result.prompt_tokens = static_cast<int64_t>(job.prompt.size());
-  result.reused_tokens = job.reused_tokens;
 
   sampling::SamplerConfig config = request.sampler;
   config.seed = request.seed ? *request.seed : std::random_device{}();
@@ -99,6 +98,8 @@ CompletionResult run_completion(Slot& slot, const tokenizer::Tokenizer& tok,
   result.cancelled = client_gone;
   result.completion_tokens = static_cast<int64_t>(generated.tokens.size());
   result.stats = generated.stats;
+  // What the forward passes really skipped (the slot's rows, or rows restored into it).
+  result.reused_tokens = generated.stats.n_prompt - generated.stats.n_prompt_evaluated;
   const bool ended = text.stopped() || generated.stop == engine::StopReason::EndOfGeneration;
   result.finish_reason = ended ? "stop" : "length";
   return result;

@@ -56,7 +56,6 @@ struct CompletionJob {
   std::span<const int32_t> prompt;
   const CompletionRequest* request = nullptr;
   int draft_max = 8;
-  int64_t reused_tokens = 0;
   // Called with each non-empty delta; returns false when the client is gone.
   std::function<bool(Delta&&)> on_delta;
   const std::atomic<bool>* stop_all = nullptr;  // set at shutdown: end now

@@ -166,8 +166,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     stream(res, std::move(job));
     return;
   }
-  CompletionJob run{job->prompt, &job->request, backend.draft_max, job->lease->reused_tokens,
-                    {},          &stopping};
+  CompletionJob run{job->prompt, &job->request, backend.draft_max, {}, &stopping};
   const CompletionResult result = run_completion(job->lease->slot(), *backend.tok, run);
   job->lease.reset();
   metrics.count_generation(result.stats, result.reused_tokens);
@@ -191,10 +190,7 @@ void HttpServer::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob>
             open = send(sse_event(delta_chunk_json(job->request, {}, job->ids, true)));
           }
           CompletionJob run{
-              job->prompt,
-              &job->request,
-              backend.draft_max,
-              job->lease->reused_tokens,
+              job->prompt, &job->request, backend.draft_max,
               [&](Delta&& delta) {
                 open = open && send(sse_event(delta_chunk_json(job->request, delta, job->ids)));
                 return open;

@@ -80,6 +80,13 @@ std::string Metrics::prometheus(const SlotPool& slots, const model::ForwardBatch
          slots.kv_bytes_in_use());
   metric("kv_bytes_capacity", "gauge", "Bytes the sessions' caches have room for.",
          slots.kv_bytes_capacity());
+  const auto prefix = slots.prefix_cache_stats();
+  metric("prefix_cache_bytes", "gauge", "Bytes of K/V rows kept for reuse beyond the sessions.",
+         prefix.bytes);
+  metric("prefix_cache_entries", "gauge", "Prefixes kept for reuse beyond the sessions.",
+         prefix.entries);
+  metric("prefix_cache_restores_total", "counter",
+         "Requests whose prefix was restored from the prefix cache into a session.", prefix.hits);
   if (batcher) {
     const auto b = batcher->stats();
     metric("batched_forwards_total", "counter",

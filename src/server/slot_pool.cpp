@@ -6,8 +6,10 @@
 
 namespace augur::server {
 
-SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, int max_queue)
+SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, int max_queue,
+                   int64_t prefix_cache_bytes)
     : slots_(std::move(slots)), leased_(slots_.size(), false), max_queue_(max_queue) {
+  if (prefix_cache_bytes > 0) prefix_store_ = std::make_unique<PrefixStore>(prefix_cache_bytes);
   AUGUR_CHECK(!slots_.empty(), "a slot pool has at least one slot");
   for (size_t i = 0; i < slots_.size(); ++i) {
     AUGUR_CHECK(slots_[i]->id == static_cast<int>(i), "slot ids are their indexes");
@@ -39,13 +41,19 @@ std::optional<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt
     }
   }
   AUGUR_CHECK(best < slots_.size(), "a free slot exists when n_busy < size");
+  if (prefix_store_) {
+    engine::Generator& generator = *slots_[best]->generator;
+    const auto held = static_cast<int64_t>(generator.cached_tokens().size());
+    // The rows past the common prefix are about to be overwritten: keep them.
+    if (held > best_common) prefix_store_->put(generator.save_prefix(held));
+    if (const auto* kept = prefix_store_->find(prompt, best_common)) {
+      generator.restore_prefix(*kept);
+    }
+  }
   leased_[best] = true;
   ++n_busy_;
   slots_[best]->last_used = ++clock_;
-  Lease lease(*this, *slots_[best]);
-  // The generator re-evaluates at least the prompt's last token.
-  lease.reused_tokens = std::min<int64_t>(best_common, static_cast<int64_t>(prompt.size()) - 1);
-  return lease;
+  return Lease(*this, *slots_[best]);
 }
 
 void SlotPool::release(Slot& slot) {
@@ -84,6 +92,12 @@ int64_t SlotPool::kv_bytes_in_use() const {
     if (cache.capacity() > 0) total += cache.bytes() / cache.capacity() * slot->kv_rows;
   }
   return total;
+}
+
+SlotPool::PrefixCacheStats SlotPool::prefix_cache_stats() const {
+  std::lock_guard lock(mutex_);
+  if (!prefix_store_) return {};
+  return {prefix_store_->bytes(), prefix_store_->entries(), prefix_store_->hits()};
 }
 
 int64_t SlotPool::kv_bytes_capacity() const {

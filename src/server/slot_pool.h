@@ -5,7 +5,8 @@
 // Prefix reuse: a slot keeps the K/V rows of its last request. A new request goes to the free
 // slot whose cached tokens share the longest prefix with its prompt (the least recently used
 // one on a tie), and the Generator evaluates only the rest: a multi-turn chat or a shared
-// system prompt costs only its new tokens.
+// system prompt costs only its new tokens. Rows a slot would lose go to the PrefixStore, and
+// come back from it when a later request shares more with them than with any free slot.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "server/prefix_store.h"
 #include "spec/draft_source.h"
 
 namespace augur::server {
@@ -31,15 +33,15 @@ struct Slot {
 
 class SlotPool {
  public:
-  // max_queue: requests allowed to wait when every slot is busy (more are refused).
-  SlotPool(std::vector<std::unique_ptr<Slot>> slots, int max_queue);
+  // max_queue: requests allowed to wait when every slot is busy (more are refused);
+  // prefix_cache_bytes: budget of the PrefixStore (0: none).
+  SlotPool(std::vector<std::unique_ptr<Slot>> slots, int max_queue, int64_t prefix_cache_bytes = 0);
 
   // A slot held by one request; returned to the pool when the lease is destroyed.
   class Lease {
    public:
     Lease(SlotPool& pool, Slot& slot) : pool_(&pool), slot_(&slot) {}
-    Lease(Lease&& other) noexcept
-        : reused_tokens(other.reused_tokens), pool_(other.pool_), slot_(other.slot_) {
+    Lease(Lease&& other) noexcept : pool_(other.pool_), slot_(other.slot_) {
       other.pool_ = nullptr;
     }
     Lease(const Lease&) = delete;
@@ -49,7 +51,6 @@ class SlotPool {
         if (pool_) pool_->release(*slot_);
         pool_ = other.pool_;
         slot_ = other.slot_;
-        reused_tokens = other.reused_tokens;
         other.pool_ = nullptr;
       }
       return *this;
@@ -58,9 +59,6 @@ class SlotPool {
       if (pool_) pool_->release(*slot_);
     }
     Slot& slot() const { return *slot_; }
-
-    // Prompt tokens the slot's cache already held when it was leased.
-    int64_t reused_tokens = 0;
 
    private:
     SlotPool* pool_;
@@ -82,6 +80,11 @@ class SlotPool {
   int64_t kv_bytes_in_use() const;
   // KV bytes the slots have room for.
   int64_t kv_bytes_capacity() const;
+  // The prefix store: bytes kept, entries, and requests it served.
+  struct PrefixCacheStats {
+    int64_t bytes = 0, entries = 0, hits = 0;
+  };
+  PrefixCacheStats prefix_cache_stats() const;
 
  private:
   void release(Slot& slot);
@@ -95,6 +98,7 @@ class SlotPool {
   int n_busy_ = 0;
   uint64_t clock_ = 0;
   bool shut_down_ = false;
+  std::unique_ptr<PrefixStore> prefix_store_;  // null: no prefix cache beyond the slots
 };
 
 }  // namespace augur::server
