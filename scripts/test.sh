@@ -17,6 +17,9 @@ if [ ${#reports[@]} -gt 0 ]; then
 fi
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAUGUR_SANITIZE=ON >/dev/null
-ninja -C build-asan augur augur_gguf_tests augur_cli_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'gguf|cli'
+ninja -C build-asan augur augur_gguf_tests augur_cli_tests augur_chat_tests augur_server_tests
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'gguf|cli|chat'
+# The server's hostile-input, shutdown and request-parsing tests (the server runs sanitized too).
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -L server \
+  -R 'HostileRequests|ServeShutdown|ServeHealth|CompletionRequest|TextStream|PrefixStore|PrefixCache'
