@@ -136,12 +136,10 @@ int serve(const ServeOptions& opt) {
     backend.bos_text = special_text(*tok, tok->bos());
     backend.batcher = &batcher;
     const std::string eos_text = special_text(*tok, tok->eos());
-    backend.render_chat = [&](const nlohmann::ordered_json& messages, bool add_generation_prompt) {
-      const nlohmann::ordered_json context = {{"messages", messages},
-                                              {"add_generation_prompt", add_generation_prompt},
-                                              {"bos_token", backend.bos_text},
-                                              {"eos_token", eos_text}};
-      return chat_template.render(context, std::chrono::system_clock::now());
+    backend.render_chat = [&](nlohmann::ordered_json variables) {
+      if (!variables.contains("bos_token")) variables["bos_token"] = backend.bos_text;
+      if (!variables.contains("eos_token")) variables["eos_token"] = eos_text;
+      return chat_template.render(variables, std::chrono::system_clock::now());
     };
     httpd.set_backend(backend);
     std::fprintf(stderr,

@@ -124,7 +124,8 @@ std::vector<int32_t> HttpServer::Impl::prompt_tokens(const CompletionRequest& re
   const tokenizer::Tokenizer& tok = *backend.tok;
   std::vector<int32_t> prompt;
   if (request.endpoint == Endpoint::Chat) {
-    const std::string text = backend.render_chat(request.messages, true);
+    const std::string text =
+        backend.render_chat({{"messages", request.messages}, {"add_generation_prompt", true}});
     // Templates that write {{ bos_token }} themselves get no second one.
     const bool has_bos = !backend.bos_text.empty() && text.starts_with(backend.bos_text);
     prompt = tok.encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
@@ -331,8 +332,16 @@ void HttpServer::Impl::routes() {
           throw HttpError(400, "'add_generation_prompt' must be true or false");
         add_generation_prompt = it->get<bool>();
       }
-      const std::string prompt =
-          backend.render_chat(parse_messages(body["messages"]), add_generation_prompt);
+      OrderedJson variables = {{"messages", parse_messages(body["messages"])},
+                               {"add_generation_prompt", add_generation_prompt}};
+      // For checking a template against reference renderings: other special-token texts.
+      for (const char* name : {"bos_token", "eos_token"}) {
+        if (const auto it = body.find(name); it != body.end() && !it->is_null()) {
+          if (!it->is_string()) throw HttpError(400, fmt::format("'{}' must be a string", name));
+          variables[name] = *it;
+        }
+      }
+      const std::string prompt = backend.render_chat(std::move(variables));
       reply(res, 200, {{"prompt", prompt}});
       metrics.count_request("ok");
     });

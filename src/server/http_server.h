@@ -32,10 +32,11 @@ struct Backend {
   std::string model_id;
   int64_t n_ctx = 0;  // per slot
   int draft_max = 8;
-  // The model's chat template applied to checked messages; throws InvalidArgument (400) when
-  // the template refuses them (its own message) or Unsupported for a construct it lacks.
-  std::function<std::string(const nlohmann::ordered_json& messages, bool add_generation_prompt)>
-      render_chat;
+  // The model's chat template rendered with `variables` (messages, checked, and
+  // add_generation_prompt; bos_token / eos_token when given, else the model's); throws
+  // InvalidArgument (400) when the template refuses them (its own message) or Unsupported for a
+  // construct it lacks.
+  std::function<std::string(nlohmann::ordered_json variables)> render_chat;
   std::string bos_text;  // a rendered chat that starts with it gets no second BOS
   const model::ForwardBatcher* batcher = nullptr;  // for /metrics; may be null
 };
