@@ -156,7 +156,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--repeat-penalty", sc.repeat_penalty, "penalty for recent tokens; 1 = off")
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", sc.repeat_last_n,
-                  "how many recent tokens the penalty sees (-1: all)")
+                  "how many recent tokens the penalties see (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", sc.presence_penalty,
+                  "subtracted from the logit of every token in that window; 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", sc.frequency_penalty,
+                  "subtracted once per occurrence in that window; 0 = off")
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed, "sampling seed (default: random, printed in the stats)");
   cmd->add_flag("--ignore-eos", opt->ignore_eos,

@@ -69,6 +69,14 @@ void SamplerConfig::validate() const {
         "sampler option repeat_penalty = {}: must be a finite number > 0 (1 disables it)",
         float_text(repeat_penalty)));
   }
+  for (const auto& [name, value] : {std::pair{"frequency_penalty", frequency_penalty},
+                                    {"presence_penalty", presence_penalty}}) {
+    if (!std::isfinite(value)) {
+      throw InvalidArgument(
+          fmt::format("sampler option {} = {}: must be a finite number (0 disables it)", name,
+                      float_text(value)));
+    }
+  }
   if (repeat_last_n < -1) {
     throw InvalidArgument(fmt::format(
         "sampler option repeat_last_n = {}: must be >= -1 (0 disables the penalty, -1 means "
@@ -119,7 +127,11 @@ void Sampler::penalise(std::span<const float> logits, std::span<const int32_t> h
   }
 
   const float penalty = config_.repeat_penalty;
-  if (penalty == 1.0f || config_.repeat_last_n == 0 || history.empty()) return;
+  const float frequency = config_.frequency_penalty, presence = config_.presence_penalty;
+  if ((penalty == 1.0f && frequency == 0.0f && presence == 0.0f) || config_.repeat_last_n == 0 ||
+      history.empty()) {
+    return;
+  }
   const size_t window_size = config_.repeat_last_n < 0
                                  ? history.size()
                                  : std::min(history.size(), size_t(config_.repeat_last_n));
@@ -133,14 +145,19 @@ void Sampler::penalise(std::span<const float> logits, std::span<const int32_t> h
                       window[pos], history.size() - window.size() + pos, history.size(), n_vocab_));
     }
   }
-  // Each distinct token is penalised once, however often it repeats (llama.cpp's rule).
+  // Each distinct token is penalised once, however often it repeats (llama.cpp's rule); the
+  // frequency penalty scales with the count. seen_ is all zeros again afterwards.
+  for (const int32_t token : window) ++seen_[token];
   for (const int32_t token : window) {
-    if (seen_[token]) continue;
-    seen_[token] = 1;
+    const int32_t count = seen_[token];
+    if (count == 0) continue;
+    seen_[token] = 0;
     float& logit = penalised_[token];
-    logit = logit > 0.0f ? logit / penalty : logit * penalty;
+    if (penalty != 1.0f) logit = logit > 0.0f ? logit / penalty : logit * penalty;
+    if (frequency != 0.0f || presence != 0.0f) {
+      logit -= static_cast<float>(count) * frequency + presence;
+    }
   }
-  for (const int32_t token : window) seen_[token] = 0;
 }
 
 void Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history,

@@ -6,9 +6,11 @@
 //
 // Pipeline, in llama.cpp's default chain order (common/sampling: penalties → top-k → top-p →
 // min-p → temperature → dist):
-//   1. repetition penalty over the last repeat_last_n tokens of `history`, each distinct token
-//      once: logit > 0 ? logit / penalty : logit * penalty (so a penalty > 1 always makes a seen
-//      token less likely, whatever the sign of its logit);
+//   1. penalties over the last repeat_last_n tokens of `history`, each distinct token once, as
+//      llama.cpp's penalties sampler: the repetition penalty, logit > 0 ? logit / penalty :
+//      logit * penalty (so a penalty > 1 always makes a seen token less likely, whatever the
+//      sign of its logit), then logit -= count * frequency_penalty + presence_penalty, count
+//      being the token's occurrences in the window;
 //   2. top-k: keep the k highest penalised logits;
 //   3. top-p: softmax over what is left; keep the smallest prefix of the descending list whose
 //      cumulative probability is >= top_p (at least one token, llama.cpp's min_keep = 1);
@@ -48,7 +50,9 @@ struct SamplerConfig {
   float top_p = 0.95f;          // in (0, 1]; >= 1 disables
   float min_p = 0.05f;          // in [0, 1]; <= 0 disables
   float repeat_penalty = 1.0f;  // > 0; 1 disables
-  int repeat_last_n = 64;       // tokens of history the penalty looks at; 0 disables, -1 = all
+  int repeat_last_n = 64;       // tokens of history the penalties look at; 0 disables, -1 = all
+  float frequency_penalty = 0;  // subtracted once per occurrence in the window; 0 disables
+  float presence_penalty = 0;   // subtracted once if the token occurs in the window; 0 disables
   uint64_t seed = 0xA06u;       // for the session's SeededRng; the Sampler itself draws nothing
 
   // Throws InvalidArgument naming the option, its value and the allowed range.
@@ -97,7 +101,7 @@ class Sampler {
   // Scratch, reused by every call (a Sampler belongs to one thread).
   mutable std::vector<float> penalised_;  // [n_vocab] logits after the repetition penalty
   mutable std::vector<int32_t> order_;    // [n_vocab] candidate token ids, kept set in front
-  mutable std::vector<uint8_t> seen_;     // [n_vocab] 1 while a token is being penalised
+  mutable std::vector<int32_t> seen_;     // [n_vocab] occurrences in the window while penalising
   mutable std::vector<float> probs_;      // [n_vocab] distribution when the caller wants none
 };
 

@@ -139,13 +139,6 @@ void read_logprobs(const Json& body, CompletionRequest& r) {
 }
 
 void refuse_unsupported(const Json& body) {
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (number(body, name, 0) != 0) {
-      throw InvalidArgument(fmt::format(
-          "'{}' is not supported (the sampler has 'repeat_penalty'); send 0 or leave it out",
-          name));
-    }
-  }
   if (const Json* bias = field(body, "logit_bias"); bias && !bias->empty()) {
     throw InvalidArgument("'logit_bias' is not supported");
   }
@@ -236,6 +229,14 @@ CompletionRequest parse_completion_request(const Json& body, Endpoint endpoint) 
   s.top_k = static_cast<int>(integer(body, "top_k", s.top_k, 0, std::numeric_limits<int>::max()));
   s.min_p = static_cast<float>(number(body, "min_p", s.min_p));
   s.repeat_penalty = static_cast<float>(number(body, "repeat_penalty", s.repeat_penalty));
+  for (const auto& [name, value] : {std::pair{"presence_penalty", &s.presence_penalty},
+                                    {"frequency_penalty", &s.frequency_penalty}}) {
+    const double v = number(body, name, 0);
+    if (v < -2 || v > 2) {
+      throw InvalidArgument(fmt::format("'{}' = {} is out of range: use -2..2", name, v));
+    }
+    *value = static_cast<float>(v);
+  }
   s.repeat_last_n = static_cast<int>(
       integer(body, "repeat_last_n", s.repeat_last_n, -1, std::numeric_limits<int>::max()));
   try {

@@ -199,6 +199,29 @@ TEST(SamplerTransforms, RepeatPenaltyLooksOnlyAtTheLastNTokens) {
   expect_probs(distribution_of(config, logits, history), softmax({2.0, -2.0, 1.0, 0.0}));
 }
 
+// llama.cpp's penalties sampler: repeat first, then count x frequency + presence subtracted.
+TEST(SamplerTransforms, FrequencyAndPresencePenaltiesCountOccurrencesInTheWindow) {
+  SamplerConfig config = plain();
+  config.frequency_penalty = 0.5f;
+  config.presence_penalty = 0.25f;
+  // token 0 seen 3 times: 4 - 1.5 - .25; token 2 once: 1 - .5 - .25; token 1 unseen.
+  expect_probs(distribution_of(config, {4.0f, 1.0f, 1.0f}, {0, 2, 0, 0}),
+               softmax({2.25, 1.0, 0.25}));
+  config.repeat_penalty = 2.0f;  // 4 / 2 = 2, then - 1.75; 1 / 2 = .5, then - .75
+  expect_probs(distribution_of(config, {4.0f, 1.0f, 1.0f}, {0, 2, 0, 0}),
+               softmax({0.25, 1.0, -0.25}));
+  config.repeat_last_n = 2;  // window {0, 0}: token 0 twice, token 2 unseen
+  expect_probs(distribution_of(config, {4.0f, 1.0f, 1.0f}, {0, 2, 0, 0}),
+               softmax({0.75, 1.0, 1.0}));
+  // Negative values reward repetition; the sampler keeps no counts between calls.
+  config = plain();
+  config.presence_penalty = -1.0f;
+  expect_probs(distribution_of(config, {0.0f, 0.0f}, {1, 1}), softmax({0.0, 1.0}));
+  expect_probs(distribution_of(config, {0.0f, 0.0f}, {1, 1}), softmax({0.0, 1.0}));
+  config.frequency_penalty = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(config.validate(), InvalidArgument);
+}
+
 TEST(SamplerTransforms, RepeatPenaltyRejectsAHistoryTokenOutsideTheVocabulary) {
   SamplerConfig config = plain();
   config.repeat_penalty = 1.1f;

@@ -41,6 +41,9 @@ TEST(CompletionRequest, ReadsEveryField) {
   EXPECT_FLOAT_EQ(r.sampler.min_p, 0.1f);
   EXPECT_FLOAT_EQ(r.sampler.repeat_penalty, 1.1f);
   EXPECT_EQ(r.seed, 42u);
+  const auto penalties = chat(R"(,"presence_penalty":0.5,"frequency_penalty":-1)");
+  EXPECT_FLOAT_EQ(penalties.sampler.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(penalties.sampler.frequency_penalty, -1.0f);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
@@ -78,8 +81,8 @@ TEST(CompletionRequest, RefusesWhatItCannotHonour) {
       {R"(,"stream_options":{"include_usage":true})", "'stream_options'"},
       {R"(,"top_logprobs":3)", "'top_logprobs' needs 'logprobs'"},
       {R"(,"logprobs":true,"top_logprobs":21)", "'top_logprobs'"},
-      {R"(,"presence_penalty":0.5)", "'presence_penalty' is not supported"},
-      {R"(,"frequency_penalty":1)", "'frequency_penalty' is not supported"},
+      {R"(,"presence_penalty":2.5)", "'presence_penalty' = 2.5 is out of range"},
+      {R"(,"frequency_penalty":"x")", "'frequency_penalty' must be a number"},
       {R"(,"logit_bias":{"5":1})", "'logit_bias'"},
       {R"(,"response_format":{"type":"json_object"})", "'response_format'"},
       {R"(,"seed":"x")", "'seed'"},
