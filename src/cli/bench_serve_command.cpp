@@ -62,6 +62,8 @@ void add_bench_serve_subcommand(CLI::App& bench, int& exit_code) {
   auto* s = bench.add_subcommand(
       "serve", "the server's aggregate tok/s under concurrent clients, ar vs spec (end to end)");
   auto& c = args->config;
+  // The last of a repeated option wins: scripts/bench-serve.sh appends overrides to its defaults.
+  s->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c.runtime.add_options(*s);  // -m, -t, -c, --ubatch
   c.draft.add_options(*s);    // --draft, -md, --draft-max (the spec arm's drafter)
   s->add_option("--clients", args->clients, "concurrent client counts, e.g. 1,4,16")
