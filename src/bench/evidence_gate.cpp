@@ -4,6 +4,7 @@
 
 #include "bench/evidence_measurements.h"
 #include "bench/evidence_run.h"
+#include "bench/evidence_serve.h"
 #include "bench/run_report.h"
 #include "common/error.h"
 
@@ -89,9 +90,10 @@ std::vector<Violation> check_report(const json& report) {
     schema.defect(fmt::format("report: schema '{}', expected '{}'", *schema_name, kSchemaName));
   }
   const auto kind = schema.string(report, "kind", "report");
-  if (kind && *kind != "run" && *kind != "verify-curve" && *kind != "roofline") {
-    schema.defect(
-        fmt::format("report: kind '{}', expected 'run', 'verify-curve' or 'roofline'", *kind));
+  if (kind && *kind != "run" && *kind != "verify-curve" && *kind != "roofline" &&
+      *kind != "serve") {
+    schema.defect(fmt::format(
+        "report: kind '{}', expected 'run', 'verify-curve', 'roofline' or 'serve'", *kind));
   }
   std::vector<Violation> out;
   if (!schema.clean()) {  // an unknown schema or kind: nothing else can be read
@@ -112,6 +114,8 @@ std::vector<Violation> check_report(const json& report) {
     }
     const auto run = evidence::read_run(report, schema);
     if (schema.clean()) evidence = evidence::check_run_evidence(run);
+  } else if (*kind == "serve") {
+    evidence = evidence::check_serve(report, schema);
   } else if (*kind == "verify-curve") {
     evidence = evidence::check_verify_curve(report, schema);
   } else {
@@ -172,6 +176,18 @@ json summarize_run(const json& report) {
     }
   }
   return summary;
+}
+
+json summarize_serve(const json& report) {
+  SchemaReader schema;
+  const auto serve = evidence::read_serve(report, schema, /*with_summary=*/false);
+  if (!schema.clean()) {
+    std::vector<Violation> defects;
+    schema.emit(defects);
+    throw InvalidArgument("cannot summarize a malformed serve report: " +
+                          format_violations(defects));
+  }
+  return evidence::summarize_serve(serve);
 }
 
 std::string format_violations(const std::vector<Violation>& violations) {

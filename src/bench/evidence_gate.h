@@ -35,6 +35,12 @@ struct Violation {
 // report's structure is not sound (a harness bug).
 [[nodiscard]] nlohmann::json summarize_run(const nlohmann::json& report);
 
+// The summary of a "serve" report that has config, arms and samples: per (arm, clients) cell its
+// figures from the samples, and per client count a speedup of the spec arm over the ar arm when
+// the rules allow it, otherwise "withheld" entries naming the rules. InvalidArgument when the
+// report's structure is not sound (a harness bug).
+[[nodiscard]] nlohmann::json summarize_serve(const nlohmann::json& report);
+
 // One "RULE: message\n" line per violation; "" when there are none.
 [[nodiscard]] std::string format_violations(const std::vector<Violation>& violations);
 

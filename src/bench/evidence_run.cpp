@@ -26,13 +26,8 @@ constexpr double kMaxPrefillSpread = 3;  // max/min prefill_s of one prompt
 // A cycle commits at most tau tokens for one verify forward that costs at least one AR step, so
 // speculative decoding cannot beat AR by more than tau; the slack absorbs machine noise.
 constexpr double kTauBoundSlack = 1.1;
-constexpr double kSameMeasurement = 1e-9;  // relative: two timings this close are one copied
 
 using Claims = std::vector<Speedup>;
-
-bool same_measurement(double a, double b) {
-  return std::abs(a - b) <= kSameMeasurement * std::max(std::abs(a), std::abs(b));
-}
 
 // Arms that the claims compare, in first-claim order, with why each is in.
 std::vector<std::pair<std::string, std::string>> compared_arms(const Claims& claims) {
@@ -450,45 +445,6 @@ std::string sample_arithmetic(const RunReport& run, const Sample& s) {
         committed, s.n_gen - 1);
   }
   return "";
-}
-
-// First difference between a derived summary and the report's, "" when they agree.
-std::string summary_difference(const json& derived, const json& reported, const std::string& path) {
-  if (derived.is_object()) {
-    if (!reported.is_object()) return fmt::format("'{}' is {}", path, describe(reported));
-    for (const auto& [key, value] : derived.items()) {
-      const std::string sub = path.empty() ? key : path + "." + key;
-      if (!reported.contains(key)) return fmt::format("'{}' is missing", sub);
-      if (auto diff = summary_difference(value, reported[key], sub); !diff.empty()) return diff;
-    }
-    return "";
-  }
-  if (derived.is_array()) {
-    if (!reported.is_array() || reported.size() != derived.size()) {
-      return fmt::format("'{}' is {} but the samples give {}", path, reported.dump(),
-                         derived.dump());
-    }
-    for (size_t i = 0; i < derived.size(); ++i) {
-      if (auto diff = summary_difference(derived[i], reported[i], fmt::format("{}[{}]", path, i));
-          !diff.empty()) {
-        return diff;
-      }
-    }
-    return "";
-  }
-  if (derived.is_number()) {
-    const bool ok =
-        reported.is_number() &&
-        (derived.is_number_integer()
-             ? reported.is_number_integer() && reported.get<int64_t>() == derived.get<int64_t>()
-             : close(reported.get<double>(), derived.get<double>()));
-    return ok ? ""
-              : fmt::format("'{}' is {} but the samples give {}", path, reported.dump(),
-                            derived.dump());
-  }
-  return derived == reported ? ""
-                             : fmt::format("'{}' is {} but the samples give {}", path,
-                                           reported.dump(), derived.dump());
 }
 
 void check_derived_values(const RunReport& run, std::vector<Violation>& out) {

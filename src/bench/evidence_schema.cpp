@@ -43,6 +43,49 @@ bool close(double a, double b) {
   return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300});
 }
 
+bool same_measurement(double a, double b) {
+  constexpr double kSameMeasurement = 1e-9;  // relative: two timings this close are one copied
+  return std::abs(a - b) <= kSameMeasurement * std::max(std::abs(a), std::abs(b));
+}
+
+std::string summary_difference(const json& derived, const json& reported, const std::string& path) {
+  if (derived.is_object()) {
+    if (!reported.is_object()) return fmt::format("'{}' is {}", path, describe(reported));
+    for (const auto& [key, value] : derived.items()) {
+      const std::string sub = path.empty() ? key : path + "." + key;
+      if (!reported.contains(key)) return fmt::format("'{}' is missing", sub);
+      if (auto diff = summary_difference(value, reported[key], sub); !diff.empty()) return diff;
+    }
+    return "";
+  }
+  if (derived.is_array()) {
+    if (!reported.is_array() || reported.size() != derived.size()) {
+      return fmt::format("'{}' is {} but the samples give {}", path, reported.dump(),
+                         derived.dump());
+    }
+    for (size_t i = 0; i < derived.size(); ++i) {
+      if (auto diff = summary_difference(derived[i], reported[i], fmt::format("{}[{}]", path, i));
+          !diff.empty()) {
+        return diff;
+      }
+    }
+    return "";
+  }
+  if (derived.is_number()) {
+    const bool ok =
+        reported.is_number() &&
+        (derived.is_number_integer()
+             ? reported.is_number_integer() && reported.get<int64_t>() == derived.get<int64_t>()
+             : close(reported.get<double>(), derived.get<double>()));
+    return ok ? ""
+              : fmt::format("'{}' is {} but the samples give {}", path, reported.dump(),
+                            derived.dump());
+  }
+  return derived == reported ? ""
+                             : fmt::format("'{}' is {} but the samples give {}", path,
+                                           reported.dump(), derived.dump());
+}
+
 void SchemaReader::defect(std::string message) {
   ++n_defects_;
   if (messages_.size() < kMaxSchemaLines) messages_.push_back(std::move(message));

@@ -30,6 +30,12 @@ std::string describe(const nlohmann::json& value);
 
 // True when a and b agree to a relative 1e-6 (both written from the same doubles).
 bool close(double a, double b);
+// True when two timings are so close (relative 1e-9) that one is a copy of the other.
+bool same_measurement(double a, double b);
+// The first difference between a summary derived from samples and the report's ("" when they
+// agree): every key of `derived` must be in `reported`, integers equal, other numbers close().
+std::string summary_difference(const nlohmann::json& derived, const nlohmann::json& reported,
+                               const std::string& path);
 
 class SchemaReader {
  public:

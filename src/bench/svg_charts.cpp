@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/error.h"
 
@@ -496,6 +497,72 @@ std::string verify_curve_chart(const json& report) {
   return doc.str();
 }
 
+// Aggregate tok/s (median over repeats, min-max band) against the client count, one series per
+// arm; client counts are evenly spaced categories (1, 4, 16 would crowd a linear axis).
+std::string serve_chart(const json& report) {
+  const json& summary = require(report, "summary", "serve report");
+  const json& cells = require_array(summary, "cells", "serve summary");
+  struct Point {
+    double median, lo, hi;
+  };
+  std::map<std::string, std::map<long long, Point>> by_arm;  // arm -> clients -> point
+  std::set<long long> client_counts;
+  double top = 0;
+  for (size_t index = 0; index < cells.size(); ++index) {
+    const json& cell = cells[index];
+    const std::string where = fmt::format("summary.cells[{}]", index);
+    require(cell, "clients", where);
+    const auto clients = finite_number(cell, "clients");
+    const json& rate = require(cell, "aggregate_tok_s", where);
+    const auto median = finite_number(rate, "median");
+    if (!clients || !median || !cell.contains("arm") || !cell["arm"].is_string()) continue;
+    const auto lo = finite_number(rate, "min"), hi = finite_number(rate, "max");
+    const long long c = std::llround(*clients);
+    by_arm[cell["arm"].get<std::string>()][c] = {*median, lo.value_or(*median),
+                                                 hi.value_or(*median)};
+    client_counts.insert(c);
+    top = std::max({top, *median, hi.value_or(0)});
+  }
+  if (client_counts.empty()) {
+    throw InvalidArgument("benchmark report: the serve summary has no cell with a median");
+  }
+  const double width = 640 + kLegendWidth - kRight;
+  SvgDocument doc = make_document(width, "Server throughput vs concurrent clients", report);
+  const Plot plot{kLeft, kTop, width - kLeft - kLegendWidth, kHeight - kTop - kBottom,
+                  nice_axis(0, top > 0 ? top : 1)};
+  draw_frame(doc, plot, "aggregate tok/s (all clients, end to end; median, min-max)",
+             "concurrent clients");
+  const std::vector<long long> counts(client_counts.begin(), client_counts.end());
+  const auto x = [&](long long clients) {
+    const auto at = std::find(counts.begin(), counts.end(), clients) - counts.begin();
+    return plot.left +
+           plot.width * (static_cast<double>(at) + 0.5) / static_cast<double>(counts.size());
+  };
+  const Scale y = plot.y();
+  for (long long c : counts) {
+    doc.line(x(c), plot.bottom(), x(c), plot.bottom() + 5, R"(stroke="#000")");
+    doc.text(x(c), plot.bottom() + 18, std::to_string(c), R"(text-anchor="middle")");
+  }
+  std::vector<std::pair<std::string, std::string>> legend;
+  size_t series_index = 0;
+  for (const auto& [arm, points] : by_arm) {
+    const char* color = palette(series_index++);
+    std::vector<std::pair<double, double>> line;
+    for (const auto& [clients, p] : points) {
+      line.emplace_back(x(clients), y(p.median));
+      doc.line(
+          x(clients), y(p.lo), x(clients), y(p.hi),
+          fmt::format(R"(class="band" stroke="{}" stroke-width="6" stroke-opacity="0.3")", color));
+    }
+    doc.polyline(line,
+                 fmt::format(R"(class="series" fill="none" stroke="{}" stroke-width="2")", color));
+    for (const auto& [px, py] : line) doc.circle(px, py, 3, fmt::format(R"(fill="{}")", color));
+    legend.emplace_back(color, arm);
+  }
+  draw_legend(doc, plot.left + plot.width + 16, plot.top + 10, legend);
+  return doc.str();
+}
+
 std::vector<std::filesystem::path> write_report_charts(const json& report,
                                                        const std::filesystem::path& dir) {
   const json& kind = require(report, "kind", "report");
@@ -508,10 +575,12 @@ std::vector<std::filesystem::path> write_report_charts(const json& report,
     }
   } else if (kind == "verify-curve") {
     charts.emplace_back("verify_curve.svg", verify_curve_chart(report));
+  } else if (kind == "serve") {
+    charts.emplace_back("serve_tok_s.svg", serve_chart(report));
   } else {
-    throw InvalidArgument(
-        fmt::format("benchmark report: kind {} has no charts (allowed: \"run\", \"verify-curve\")",
-                    kind.dump()));
+    throw InvalidArgument(fmt::format(
+        "benchmark report: kind {} has no charts (allowed: \"run\", \"verify-curve\", \"serve\")",
+        kind.dump()));
   }
   std::filesystem::create_directories(dir);
   std::vector<std::filesystem::path> written;

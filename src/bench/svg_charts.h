@@ -16,6 +16,7 @@ namespace augur::bench {
 // Writes the charts a report supports into dir (created if missing); returns the files written.
 //   kind "run":          decode_tok_s.svg, and tau_hist.svg when some arm has a tau_hist.
 //   kind "verify-curve": verify_curve.svg.
+//   kind "serve":        serve_tok_s.svg.
 // InvalidArgument for an unknown kind or a report missing the fields a chart needs.
 std::vector<std::filesystem::path> write_report_charts(const nlohmann::json& report,
                                                        const std::filesystem::path& dir);
@@ -24,6 +25,7 @@ std::vector<std::filesystem::path> write_report_charts(const nlohmann::json& rep
 std::string decode_tok_s_chart(const nlohmann::json& report);
 std::string tau_hist_chart(const nlohmann::json& report);  // "" when no arm has a tau_hist
 std::string verify_curve_chart(const nlohmann::json& report);
+std::string serve_chart(const nlohmann::json& report);  // from summary.cells
 
 // &, <, >, " and ' as XML entities, for text content and attribute values.
 std::string xml_escape(std::string_view text);

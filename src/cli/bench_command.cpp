@@ -1,5 +1,6 @@
-// `augur bench run | verify-curve | check` (and roofline, bench_roofline_command.cpp): honest
-// benchmarks whose reports pass the evidence gate (docs/bench-report.md) before they are written.
+// `augur bench run | verify-curve | check` (and roofline, bench_roofline_command.cpp; serve,
+// bench_serve_command.cpp): honest benchmarks whose reports pass the evidence gate
+// (docs/bench-report.md) before they are written.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -207,6 +208,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   });
 
   add_bench_roofline_subcommand(*bench, exit_code);
+  add_bench_serve_subcommand(*bench, exit_code);
 
   auto reports = std::make_shared<std::vector<std::string>>();
   auto* c = bench->add_subcommand("check", "validate reports against the evidence rules");

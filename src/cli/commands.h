@@ -14,5 +14,7 @@ void add_quantize_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 // `bench roofline`, registered on the `bench` subcommand by add_bench_command.
 void add_bench_roofline_subcommand(CLI::App& bench, int& exit_code);
+// `bench serve`, registered on the `bench` subcommand by add_bench_command.
+void add_bench_serve_subcommand(CLI::App& bench, int& exit_code);
 
 }  // namespace augur::cli

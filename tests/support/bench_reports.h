@@ -4,6 +4,7 @@
 // gate supports.
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -303,6 +304,110 @@ inline json valid_roofline_report() {
   }
   report["peak_rss_bytes"] = 88000000;
   return report;
+}
+
+inline constexpr int kServeRepeats = 5;
+inline constexpr int kServeRequests = 2;  // per client per repeat
+inline constexpr int kServeTokens = 64;
+inline constexpr int kServePrompts = 16;
+
+// What greedy decoding answers to a prompt: the same for both arms of a lossless server.
+inline std::string serve_text(int64_t prompt) {
+  return "    return x_" + std::to_string(prompt) + " + 1\n";
+}
+
+// A turn of `clients` clients x kServeRequests requests of arm ar or spec, timings distinct per
+// turn (as real clocks give); the spec arm drafts (auto) and is ~1.3x faster.
+inline json serve_sample_json(const std::string& arm, int clients, int repeat, int order) {
+  const bool spec = arm == "spec";
+  const double per_request_s =
+      (spec ? 0.16 : 0.21) * (1.0 + 0.15 * (clients - 1)) * (1.0 + (spec ? 0.0047 : 0.0031) * repeat);
+  json requests = json::array();
+  double longest_client_s = 0;
+  for (int client = 0; client < clients; ++client) {
+    double busy_s = 0;
+    for (int q = 0; q < kServeRequests; ++q) {
+      const int64_t prompt =
+          (int64_t{repeat} * clients * kServeRequests + client * kServeRequests + q) %
+          kServePrompts;
+      const double latency_s = per_request_s * (1.0 + 0.01 * client + 0.002 * q);
+      busy_s += latency_s;
+      requests.push_back({{"client", client},
+                          {"prompt", prompt},
+                          {"latency_s", latency_s},
+                          {"ttft_s", 0.1 * latency_s},
+                          {"completion_tokens", kServeTokens},
+                          {"text", serve_text(prompt)},
+                          {"drafter", spec ? "auto" : "none"},
+                          {"cycles", spec ? 30 : 0},
+                          {"drafted", spec ? 90 : 0},
+                          {"accepted", spec ? 33 : 0},
+                          {"prompt_tokens_reused", 0},
+                          {"prefill_s", 0.02 * latency_s},
+                          {"decode_s", 0.9 * latency_s}});
+    }
+    longest_client_s = std::max(longest_client_s, busy_s);
+  }
+  const double wall_s = longest_client_s * 1.02;
+  const int64_t tokens = int64_t{clients} * kServeRequests * kServeTokens;
+  return {{"arm", arm},
+          {"clients", clients},
+          {"repeat", repeat},
+          {"order", order},
+          {"wall_s", wall_s},
+          {"completion_tokens", tokens},
+          {"aggregate_tok_s", double(tokens) / wall_s},
+          {"requests", requests}};
+}
+
+// A clean serve report: arms ar and spec, 1 and 4 clients, 5 repeats, arms alternating; its
+// summary from summarize_serve, so it claims a speedup at each client count.
+inline json valid_serve_report() {
+  json report = bench_header("serve");
+  report["config"] = {{"prompts_file", "prompts-code.jsonl"},
+                      {"prompts_sha256", std::string(64, 'b')},
+                      {"n_prompts", kServePrompts},
+                      {"clients", {1, 4}},
+                      {"parallel", 4},
+                      {"queue", 16},
+                      {"repeats", kServeRepeats},
+                      {"requests_per_client", kServeRequests},
+                      {"max_tokens", kServeTokens},
+                      {"warmup_requests", 1},
+                      {"threads", 2},
+                      {"n_ctx", 512},
+                      {"ubatch", 512},
+                      {"temperature", 0},
+                      {"ignore_eos", true},
+                      {"stream", true},
+                      {"timing_scope", "end_to_end"},
+                      {"interleaved", true}};
+  report["arms"] = json::array({{{"name", "ar"}, {"kind", "ar"}, {"drafter", "none"}},
+                                {{"name", "spec"},
+                                 {"kind", "spec"},
+                                 {"drafter", "auto"},
+                                 {"draft", "auto"},
+                                 {"draft_max", 8}}});
+  report["samples"] = json::array();
+  for (int clients : {1, 4}) {
+    for (int repeat = 0; repeat < kServeRepeats; ++repeat) {
+      const bool ar_first = repeat % 2 == 0;
+      report["samples"].push_back(serve_sample_json(ar_first ? "ar" : "spec", clients, repeat, 0));
+      report["samples"].push_back(serve_sample_json(ar_first ? "spec" : "ar", clients, repeat, 1));
+    }
+  }
+  report["peak_rss_bytes"] = 210000000;
+  report["summary"] = bench::summarize_serve(report);
+  return report;
+}
+
+inline json& serve_sample_of(json& report, const std::string& arm, int clients, int repeat) {
+  for (json& sample : report["samples"]) {
+    if (sample["arm"] == arm && sample["clients"] == clients && sample["repeat"] == repeat) {
+      return sample;
+    }
+  }
+  throw std::runtime_error("test bug: no such serve sample");
 }
 
 }  // namespace augur::testing
