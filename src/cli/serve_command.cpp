@@ -55,15 +55,17 @@ int serve(const ServeOptions& opt) {
     serving.join();
   };
 
+  std::unique_ptr<ServeSetup> setup;  // outlives every use of the backend by the server
   try {
-    const ServeSetup setup(opt.setup);
-    const server::Backend& backend = setup.backend();
+    setup = std::make_unique<ServeSetup>(opt.setup);
+    const server::Backend& backend = setup->backend();
     httpd.set_backend(backend);
     std::fprintf(stderr,
                  "augur serve: ready: model %s, %d sessions x %lld tokens of context, queue %d, "
                  "drafter %s, %d threads\n",
-                 backend.model_id.c_str(), setup.parallel(), static_cast<long long>(setup.n_ctx()),
-                 setup.max_queue(), setup.drafter_name().c_str(), setup.threads());
+                 backend.model_id.c_str(), setup->parallel(),
+                 static_cast<long long>(setup->n_ctx()), setup->max_queue(),
+                 setup->drafter_name().c_str(), setup->threads());
     serving.join();  // returns after stop(): the backend outlives every handler
     finished.store(true);
     pthread_kill(watcher.native_handle(), SIGTERM);

@@ -383,8 +383,9 @@ void HttpServer::set_backend(const Backend& backend) {
 }
 
 void HttpServer::stop() {
-  impl_->stopping.store(true);
-  if (impl_->ready.load()) impl_->backend.slots->shutdown();
+  // The first call ends the sessions' work; later ones (the destructor's) only make sure the
+  // listener is down, and never touch a backend that may be gone by then.
+  if (!impl_->stopping.exchange(true) && impl_->ready.load()) impl_->backend.slots->shutdown();
   impl_->http.stop();
 }
 
