@@ -57,17 +57,20 @@ ServeSetup::ServeSetup(const ServeSetupOptions& opt) {
   draft_model_ = load_draft_model(opt.draft, *model_);
   // The sessions' target forwards run as one: room for a prefill ubatch plus a verify of
   // every other session.
-  batcher_ = std::make_unique<model::ForwardBatcher>(
-      *model_, *pool_, opt.runtime.ubatch + opt.parallel * (engine::kMaxDraft + 1), n_ctx_);
+  const int64_t batch_rows = opt.runtime.ubatch + opt.parallel * (engine::kMaxDraft + 1);
+  batcher_ = std::make_unique<model::ForwardBatcher>(*model_, *pool_, batch_rows, n_ctx_);
+  // The drafters' forwards (a draft model, layer-skip depths) are batched across sessions too.
+  drafter_batchers_ = std::make_unique<model::ForwardBatcherSet>(*pool_, batch_rows, n_ctx_);
   std::vector<std::unique_ptr<server::Slot>> slots;
   for (int i = 0; i < opt.parallel; ++i) {
     auto slot = std::make_unique<server::Slot>();
     slot->id = i;
     slot->generator =
         std::make_unique<engine::Generator>(*model_, *pool_, n_ctx_, opt.runtime.ubatch);
-    slot->generator->set_batcher(batcher_.get());
+    slot->generator->set_batcher(batcher_.get(), drafter_batchers_.get());
     slot->drafter = make_draft_source(opt.draft, *model_, draft_model_.get(), *pool_, n_ctx_,
                                       opt.runtime.ubatch);
+    if (slot->drafter) slot->drafter->share_forwards(*drafter_batchers_);
     slots.push_back(std::move(slot));
   }
   drafter_name_ = slots[0]->drafter ? slots[0]->drafter->name() : "none";

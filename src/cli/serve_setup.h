@@ -59,6 +59,7 @@ class ServeSetup {
   int64_t n_ctx_ = 0;
   std::unique_ptr<model::Model> draft_model_;
   std::unique_ptr<model::ForwardBatcher> batcher_;
+  std::unique_ptr<model::ForwardBatcherSet> drafter_batchers_;
   std::unique_ptr<server::SlotPool> slots_;
   std::string drafter_name_;
   std::string eos_text_;

@@ -299,6 +299,15 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt,
                                       sampler.n_vocab(), model_.hparams().n_vocab));
   }
   const model::ForwardBatcher::Participation batched(eval_.batcher());
+  struct DrafterParticipation {
+    model::ForwardBatcherSet* set;
+    explicit DrafterParticipation(model::ForwardBatcherSet* s) : set(s) {
+      if (set) set->join_all();
+    }
+    ~DrafterParticipation() {
+      if (set) set->leave_all();
+    }
+  } drafting(drafter_batchers_);
   try {
     return Run(*this, prompt, sampler, rng, options, is_eog, on_token).run();
   } catch (...) {

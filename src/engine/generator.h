@@ -110,7 +110,12 @@ class Generator {
 
   // Target forwards go through `batcher`, combined with other sessions' (the server); while a
   // generate() runs, this session counts as one the batcher waits for. Null: run alone.
-  void set_batcher(model::ForwardBatcher* batcher) { eval_.set_batcher(batcher); }
+  // `drafters`: the batchers the drafters' forwards go through (DraftSource::share_forwards),
+  // joined likewise while a generate() runs.
+  void set_batcher(model::ForwardBatcher* batcher, model::ForwardBatcherSet* drafters = nullptr) {
+    eval_.set_batcher(batcher);
+    drafter_batchers_ = drafters;
+  }
 
   // The K/V rows of the first n cached tokens, to be restored later (the server's prefix cache).
   struct Prefix {
@@ -144,6 +149,7 @@ class Generator {
   std::vector<int32_t> positions_;
   std::vector<int32_t> out_rows_;
   spec::Draft draft_;
+  model::ForwardBatcherSet* drafter_batchers_ = nullptr;
 };
 
 }  // namespace augur::engine

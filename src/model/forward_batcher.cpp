@@ -159,4 +159,21 @@ void ForwardBatcher::run(const std::vector<Job*>& batch) {
   }
 }
 
+ForwardBatcher& ForwardBatcherSet::get(const Model& model, int n_layers) {
+  for (auto& e : entries_) {
+    if (e.model == &model && e.n_layers == n_layers) return *e.batcher;
+  }
+  entries_.push_back(
+      {&model, n_layers, std::make_unique<ForwardBatcher>(model, pool_, max_rows_, n_ctx_)});
+  return *entries_.back().batcher;
+}
+
+void ForwardBatcherSet::join_all() {
+  for (auto& e : entries_) e.batcher->join();
+}
+
+void ForwardBatcherSet::leave_all() {
+  for (auto& e : entries_) e.batcher->leave();
+}
+
 }  // namespace augur::model

@@ -89,4 +89,27 @@ class ForwardBatcher {
   std::vector<float> logits_;
 };
 
+// One batcher per (model, layers) that several sessions' drafters run (a draft model, a
+// layer-skip depth of the target): their draft forwards are batched across sessions too.
+// Batchers are made while the sessions are set up (not thread-safe then); join_all/leave_all
+// count a session in every one while it generates.
+class ForwardBatcherSet {
+ public:
+  ForwardBatcherSet(kernels::ThreadPool& pool, int64_t max_rows, int64_t n_ctx)
+      : pool_(pool), max_rows_(max_rows), n_ctx_(n_ctx) {}
+  ForwardBatcher& get(const Model& model, int n_layers);
+  void join_all();
+  void leave_all();
+
+ private:
+  struct Entry {
+    const Model* model;
+    int n_layers;
+    std::unique_ptr<ForwardBatcher> batcher;
+  };
+  kernels::ThreadPool& pool_;
+  int64_t max_rows_, n_ctx_;
+  std::vector<Entry> entries_;
+};
+
 }  // namespace augur::model

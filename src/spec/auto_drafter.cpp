@@ -106,6 +106,10 @@ void AutoDrafter::reset() {
   first_run_ = true;
 }
 
+void AutoDrafter::share_forwards(model::ForwardBatcherSet& batchers) {
+  for (auto& source : sources_) source->share_forwards(batchers);
+}
+
 void AutoDrafter::calibrate(const VerifyTimer& time_verify) {
   stats_.calibration_s = 0;
   if (calibrated_) return;

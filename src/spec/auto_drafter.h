@@ -61,6 +61,7 @@ class AutoDrafter final : public DraftSource {
   int64_t memory_bytes() const override;
   void calibrate(const VerifyTimer& time_verify) override;
   void observe_cost(const CycleCost& cost) override;
+  void share_forwards(model::ForwardBatcherSet& batchers) override;
 
   // One JSON object per cycle to `log` (null: none); the stream must outlive the drafter.
   void set_log(std::ostream* log) { log_ = log; }

@@ -14,6 +14,10 @@
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 
+namespace augur::model {
+class ForwardBatcherSet;
+}
+
 namespace augur::spec {
 
 struct DraftRequest {
@@ -61,6 +65,10 @@ class DraftSource {
   // Bytes this drafter holds of its own: a model it alone reads, its cache and buffers (not the
   // target's weights it may share). Benchmark reports count it per arm.
   virtual int64_t memory_bytes() const = 0;
+
+  // Routes the drafter's own forwards through batchers shared with other sessions' drafters
+  // (the server); a drafter without forwards ignores it.
+  virtual void share_forwards(model::ForwardBatcherSet& /*batchers*/) {}
 
   // True when propose() costs next to nothing and changes no state, so a proposal may be looked
   // at and dropped without observe() (n-gram lookup): a planner asks such a source every cycle.

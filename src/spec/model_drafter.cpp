@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "model/forward_batcher.h"
 
 namespace augur::spec {
 namespace {
@@ -50,6 +51,10 @@ int64_t ModelDrafter::sync(std::span<const int32_t> context, int64_t max_keep) {
     cached_.resize(static_cast<size_t>(keep));
   }
   return keep;
+}
+
+void ModelDrafter::share_forwards(model::ForwardBatcherSet& batchers) {
+  eval_.set_batcher(&batchers.get(model_, n_layers_));
 }
 
 void ModelDrafter::reset() {

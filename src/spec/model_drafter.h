@@ -33,6 +33,7 @@ class ModelDrafter final : public DraftSource {
   void propose(const DraftRequest& request, Draft& out) override;
   void observe(int n_accepted) override;
   int64_t memory_bytes() const override;
+  void share_forwards(model::ForwardBatcherSet& batchers) override;
 
   // For tests: the cache and the tokens whose rows it holds (committed rows only between cycles).
   const cache::KvCache& cache() const { return cache_; }

@@ -204,3 +204,31 @@ TEST(ForwardBatcher, OneSessionsErrorStaysItsOwn) {
 
 }  // namespace
 }  // namespace augur::testing
+
+namespace augur::testing {
+namespace {
+
+// One batcher per (model, layers); join_all counts a session in each.
+TEST(ForwardBatcherSet, OneBatcherPerModelAndDepth) {
+  const auto model = model::load_model(models_dir() / "zoo-target-q8_0.gguf");
+  kernels::ThreadPool pool(1);
+  model::ForwardBatcherSet set(pool, 64, 64);
+  model::ForwardBatcher& full = set.get(*model, -1);
+  model::ForwardBatcher& two = set.get(*model, 2);
+  EXPECT_NE(&full, &two);
+  EXPECT_EQ(&set.get(*model, 2), &two);
+  EXPECT_EQ(&set.get(*model, -1), &full);
+  // Sessions joined through the set are waited for by both; leaving releases them.
+  set.join_all();
+  set.leave_all();
+  cache::KvCache cache(model->hparams(), 64, 2);
+  model::Evaluator eval(*model, pool, 32, 64);
+  eval.set_batcher(&two);
+  std::vector<float> logits(static_cast<size_t>(model->hparams().n_vocab));
+  eval.forward_last(tokens_of(1, 5), cache.memory(), logits.data(), 2);
+  EXPECT_EQ(two.stats().jobs, 1);
+  EXPECT_EQ(full.stats().jobs, 0);
+}
+
+}  // namespace
+}  // namespace augur::testing
