@@ -106,7 +106,15 @@ class Generator::Run {
     g_.eval_.forward(g_.verify_in_, g_.positions_, g_.out_rows_, g_.cache_.memory(),
                      g_.probs_.data());  // scratch: the rows are thrown away
     g_.cache_.commit(0);
-    return seconds_since(start);
+    return planning_cost(seconds_since(start));
+  }
+
+  // What a target forward that took `wall_s` costs this session when planning: its wall time
+  // alone, or, batched with other sessions, its share of the combined forward (the batcher's
+  // attribution: waiting for others is not the price of its own rows).
+  double planning_cost(double wall_s) const {
+    const double batched = g_.eval_.last_forward_cost_s();
+    return batched >= 0 ? batched : wall_s;
   }
 
   // Hands one committed token, drawn from logits row `logits_row`, to the caller; false once
@@ -215,7 +223,7 @@ class Generator::Run {
       drafter.observe(n);
       draft_s += seconds_since(start);
       const double cycle_s = seconds_since(cycle_start);
-      drafter.observe_cost({static_cast<int>(kd) + 1, draft_s, verify_s,
+      drafter.observe_cost({static_cast<int>(kd) + 1, draft_s, planning_cost(verify_s),
                             std::max(0.0, cycle_s - draft_s - verify_s)});
       st.draft_s += draft_s;
       st.verify_s += verify_s;

@@ -21,6 +21,7 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
   const int64_t M = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_.hparams().n_vocab;
   size_t next_out = 0;
+  last_cost_s_ = 0;
   for (int64_t start = 0; start < M; start += ubatch_) {
     const int64_t len = std::min(ubatch_, M - start);
     ub_rows_.clear();
@@ -37,7 +38,7 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
     req.logits = logits + static_cast<int64_t>(first_out) * n_vocab;
     req.n_layers = n_layers;
     if (batcher_) {
-      batcher_->forward(req, memory);
+      last_cost_s_ += batcher_->forward(req, memory);
     } else {
       // Made on first use: a session whose forwards all go through a batcher never needs it.
       if (!workspace_) workspace_ = model_.make_workspace(ubatch_, n_ctx_);

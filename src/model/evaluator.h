@@ -31,6 +31,9 @@ class Evaluator {
   // other sessions' forwards; null: run alone.
   void set_batcher(ForwardBatcher* batcher);
   ForwardBatcher* batcher() const { return batcher_; }
+  // Batched: the seconds of the last forward() this session is to pay (ForwardBatcher::cost_of,
+  // over its ubatches); -1 when it ran alone (its wall time is the cost).
+  double last_forward_cost_s() const { return batcher_ ? last_cost_s_ : -1; }
 
   const Model& model() const { return model_; }
   kernels::ThreadPool& pool() { return pool_; }
@@ -46,6 +49,7 @@ class Evaluator {
   int64_t n_ctx_;
   std::unique_ptr<Workspace> workspace_;
   ForwardBatcher* batcher_ = nullptr;
+  double last_cost_s_ = 0;
   std::vector<int32_t> positions_;  // scratch for forward_last
   std::vector<int32_t> ub_rows_;    // out_rows of one ubatch, rebased
 };

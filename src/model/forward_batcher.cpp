@@ -11,6 +11,7 @@ struct ForwardBatcher::Job {
   const UbatchRequest* request = nullptr;
   Memory* memory = nullptr;
   bool done = false;
+  double cost_s = 0;
   std::exception_ptr error;
   int64_t rows() const { return static_cast<int64_t>(request->tokens.size()); }
 };
@@ -55,7 +56,7 @@ ForwardBatcher::Stats ForwardBatcher::stats() const {
   return stats_;
 }
 
-void ForwardBatcher::forward(const UbatchRequest& request, Memory& memory) {
+double ForwardBatcher::forward(const UbatchRequest& request, Memory& memory) {
   AUGUR_CHECK(static_cast<int64_t>(request.tokens.size()) <= max_rows_,
               "a session's ubatch fits the batcher");
   Job job;
@@ -118,11 +119,48 @@ void ForwardBatcher::forward(const UbatchRequest& request, Memory& memory) {
     ++stats_.forwards;
     stats_.jobs += static_cast<int64_t>(batch.size());
     stats_.rows += rows;
-    for (Job* j : batch) j->done = true;
+    constexpr size_t kTimings = 128;
+    if (timings_.size() < kTimings) {
+      timings_.push_back({static_cast<double>(rows), seconds});
+    } else {
+      timings_[next_timing_] = {static_cast<double>(rows), seconds};
+    }
+    next_timing_ = (next_timing_ + 1) % kTimings;
+    fit_line();
+    for (Job* j : batch) {
+      j->cost_s = cost_of(j->rows(), static_cast<int64_t>(batch.size()), rows, seconds);
+      j->done = true;
+    }
     leader_busy_ = false;
     changed_.notify_all();
   }
   if (job.error) std::rethrow_exception(job.error);
+  return job.cost_s;
+}
+
+void ForwardBatcher::fit_line() {
+  const double n = static_cast<double>(timings_.size());
+  double sum_r = 0, sum_s = 0, sum_rr = 0, sum_rs = 0;
+  for (const Timing& t : timings_) {
+    sum_r += t.rows;
+    sum_s += t.seconds;
+    sum_rr += t.rows * t.rows;
+    sum_rs += t.rows * t.seconds;
+  }
+  const double var = n * sum_rr - sum_r * sum_r;
+  line_known_ = n >= 8 && var > 1e-9 * n * n;
+  if (!line_known_) return;
+  line_b_ = std::max(0.0, (n * sum_rs - sum_r * sum_s) / var);
+  line_a_ = std::max(0.0, (sum_s - line_b_ * sum_r) / n);
+}
+
+double ForwardBatcher::cost_of(int64_t rows, int64_t n_jobs, int64_t batch_rows,
+                               double seconds) const {
+  if (!line_known_ || n_jobs <= 1) {
+    return batch_rows > 0 ? seconds * static_cast<double>(rows) / static_cast<double>(batch_rows)
+                          : seconds;
+  }
+  return line_a_ / static_cast<double>(n_jobs) + line_b_ * static_cast<double>(rows);
 }
 
 void ForwardBatcher::run(const std::vector<Job*>& batch) {

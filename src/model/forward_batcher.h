@@ -37,8 +37,16 @@ class ForwardBatcher {
 
   // Evaluates `request` on `memory` as Model::forward_ubatch would, batched with whatever the
   // other sessions submit meanwhile. Returns when its logits are written; rethrows an error of
-  // the forward it was part of.
-  void forward(const UbatchRequest& request, Memory& memory);
+  // the forward it was part of. Returns the seconds of the combined forward that are this
+  // session's to pay (cost_of): what a planning drafter should weigh its rows by.
+  double forward(const UbatchRequest& request, Memory& memory);
+
+  // The cost of `rows` rows in a forward that carried `n_jobs` sessions' ubatches: the fixed
+  // part of a forward (streaming the weights) split among the sessions, plus the marginal cost
+  // of the rows themselves, from a least-squares line seconds = a + b * rows over the recent
+  // forwards. Until the line is known (too few forwards, or all of one size): `seconds` of
+  // that forward shared in proportion to rows.
+  double cost_of(int64_t rows, int64_t n_jobs, int64_t batch_rows, double seconds) const;
 
   // A session generating: while joined, the leader waits for its submissions.
   void join();
@@ -81,6 +89,15 @@ class ForwardBatcher {
   int active_ = 0;            // joined sessions
   bool leader_busy_ = false;  // a leader is gathering or running
   double last_forward_s_ = 0;
+  // Recent (rows, seconds) of the forwards run: a ring the cost line is fitted to.
+  struct Timing {
+    double rows = 0, seconds = 0;
+  };
+  std::vector<Timing> timings_;
+  size_t next_timing_ = 0;
+  double line_a_ = 0, line_b_ = 0;
+  bool line_known_ = false;
+  void fit_line();
   Stats stats_;
 
   // Scratch of the combined forward.

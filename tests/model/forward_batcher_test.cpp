@@ -232,3 +232,39 @@ TEST(ForwardBatcherSet, OneBatcherPerModelAndDepth) {
 
 }  // namespace
 }  // namespace augur::testing
+
+namespace augur::testing {
+namespace {
+
+// What a session pays for its rows of a combined forward: a share in proportion to rows until
+// the batcher has timed forwards of several sizes, then the fixed part split among the
+// sessions plus the marginal cost of its own rows; a session alone pays its forward.
+TEST(ForwardBatcher, AttributesTheCostOfItsRows) {
+  const auto model = model::load_model(models_dir() / "zoo-target-q8_0.gguf");
+  kernels::ThreadPool pool(1);
+  model::ForwardBatcher batcher(*model, pool, 64, 64);
+  EXPECT_DOUBLE_EQ(batcher.cost_of(3, 2, 12, 1.2), 0.3);
+  EXPECT_DOUBLE_EQ(batcher.cost_of(12, 1, 12, 1.2), 1.2);
+  cache::KvCache cache(model->hparams(), 64);
+  model::Evaluator eval(*model, pool, 32, 64);
+  eval.set_batcher(&batcher);
+  std::vector<float> logits(static_cast<size_t>(model->hparams().n_vocab));
+  for (int rows = 1; rows <= 12; ++rows) {
+    eval.forward_last(tokens_of(rows, rows), cache.memory(), logits.data());
+    EXPECT_GT(eval.last_forward_cost_s(), 0.0);
+    cache.commit(0);
+  }
+  // The line is known now: the cost no longer depends on the forward's own time.
+  const double small = batcher.cost_of(1, 4, 32, 1.0);
+  EXPECT_EQ(small, batcher.cost_of(1, 4, 32, 100.0));
+  EXPECT_GT(small, 0.0);
+  EXPECT_GE(batcher.cost_of(9, 4, 32, 1.0), small);
+  EXPECT_LE(batcher.cost_of(9, 4, 32, 1.0), 9 * small + 1e-12);
+  EXPECT_DOUBLE_EQ(batcher.cost_of(5, 1, 5, 0.25), 0.25);
+  // An evaluator without a batcher reports no attributed cost.
+  model::Evaluator alone(*model, pool, 32, 64);
+  EXPECT_EQ(alone.last_forward_cost_s(), -1);
+}
+
+}  // namespace
+}  // namespace augur::testing
