@@ -12,6 +12,7 @@
 #include "bench/build_info.h"
 #include "bench/evidence_gate.h"
 #include "bench/model_info.h"
+#include "bench/prompt_file.h"
 #include "bench/statistics.h"
 #include "common/error.h"
 #include "engine/generator.h"
@@ -34,37 +35,17 @@ struct Prompt {
 };
 
 std::vector<Prompt> read_prompts(const BenchRunConfig& config, const tokenizer::Tokenizer& tok) {
-  std::ifstream in(config.prompts_path);
-  // The prompts file is input data: one that cannot be read or parsed is a bad file (exit 1).
-  if (!in) throw Error(fmt::format("cannot open prompts file {}", config.prompts_path));
   std::vector<Prompt> prompts;
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      throw FormatError(
-          fmt::format("{}:{}: not a JSON object: {}", config.prompts_path, line_no, e.what()));
-    }
-    if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string()) {
-      throw FormatError(
-          fmt::format("{}:{}: needs a string field \"prompt\"", config.prompts_path, line_no));
-    }
+  for (auto& line : read_prompt_file(config.prompts_path, config.max_prompts)) {
     Prompt p;
-    p.id = j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump())
-                            : fmt::format("p{}", prompts.size());
-    p.tokens = tok.encode(j["prompt"].get<std::string>(), true, false);
+    p.id = std::move(line.id);
+    p.tokens = tok.encode(line.text, true, false);
     if (p.tokens.empty()) {
       throw FormatError(
-          fmt::format("{}:{}: the prompt encodes to no tokens", config.prompts_path, line_no));
+          fmt::format("{}: prompt {} encodes to no tokens", config.prompts_path, p.id));
     }
     prompts.push_back(std::move(p));
-    if (config.max_prompts > 0 && prompts.size() == config.max_prompts) break;
   }
-  if (prompts.empty()) throw FormatError(fmt::format("no prompts in {}", config.prompts_path));
   return prompts;
 }
 

@@ -18,6 +18,7 @@
 #include "bench/build_info.h"
 #include "bench/evidence_gate.h"
 #include "bench/model_info.h"
+#include "bench/prompt_file.h"
 #include "cli/serve_setup.h"
 #include "common/error.h"
 #include "engine/generator.h"
@@ -53,27 +54,8 @@ std::string prompts_file(const ServeBenchConfig& config) {
 }
 
 std::vector<std::string> read_prompts(const std::string& path) {
-  std::ifstream in(path);
-  // The prompts file is input data: one that cannot be read or parsed is a bad file (exit 1).
-  if (!in) throw Error(fmt::format("cannot open prompts file {}", path));
   std::vector<std::string> prompts;
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      throw FormatError(fmt::format("{}:{}: not a JSON object: {}", path, line_no, e.what()));
-    }
-    if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string() ||
-        j["prompt"].get<std::string>().empty()) {
-      throw FormatError(fmt::format("{}:{}: needs a non-empty string \"prompt\"", path, line_no));
-    }
-    prompts.push_back(j["prompt"].get<std::string>());
-  }
-  if (prompts.empty()) throw FormatError(fmt::format("no prompts in {}", path));
+  for (auto& line : bench::read_prompt_file(path)) prompts.push_back(std::move(line.text));
   return prompts;
 }
 
