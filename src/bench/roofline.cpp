@@ -17,7 +17,7 @@
 #include "bench/filler.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "common/error.h"
 #include "engine/generator.h"
 #include "gguf/types.h"
@@ -122,7 +122,7 @@ std::vector<double> time_prefill(const model::Model& model, kernels::ThreadPool&
                                  std::span<const int32_t> prompt, int warmup, int repeats,
                                  const std::function<void(int run)>& after_run) {
   const auto n = static_cast<int64_t>(prompt.size());
-  cache::KvCache cache(model.hparams(), n + 1);
+  cache::ModelCache cache(model, {.capacity = n + 1, .max_batch = kUbatch});
   model::Evaluator eval(model, pool, kUbatch, n + 1);
   std::vector<float> logits(static_cast<size_t>(model.hparams().n_vocab));  // [n_vocab]
   std::vector<double> tok_s;

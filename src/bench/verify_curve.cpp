@@ -12,7 +12,7 @@
 #include "bench/filler.h"
 #include "bench/model_info.h"
 #include "bench/statistics.h"
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "common/error.h"
 #include "model/evaluator.h"
 #include "model/model.h"
@@ -95,8 +95,9 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
   report["curve"] = json::array();
   report["drafters"] = json::array();
 
-  model::Evaluator eval(*target, pool, std::max<int64_t>(config.max_m, 64), capacity);
-  cache::KvCache cache(target->hparams(), capacity);
+  const int64_t ubatch = std::max<int64_t>(config.max_m, 64);
+  model::Evaluator eval(*target, pool, ubatch, capacity);
+  cache::ModelCache cache(*target, {.capacity = capacity, .max_batch = ubatch});
   const auto tokens = filler_tokens(max_ctx + config.max_m, n_vocab);
   std::vector<float> logits(static_cast<size_t>(config.max_m * n_vocab));
   const size_t total = config.contexts.size() * static_cast<size_t>(config.max_m);

@@ -7,7 +7,7 @@
 #include <memory>
 #include <numeric>
 
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "cli/prompt_input.h"
@@ -38,7 +38,7 @@ int run(const LogitsOptions& opt) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   const int64_t n_ctx = std::max(n, opt.runtime.n_ctx);
   kernels::ThreadPool pool(opt.runtime.resolved_threads());
-  cache::KvCache cache(model->hparams(), n_ctx);
+  cache::ModelCache cache(*model, {.capacity = n_ctx, .max_batch = opt.runtime.ubatch});
   model::Evaluator eval(*model, pool, opt.runtime.ubatch, n_ctx);
 
   std::ofstream out(opt.out, std::ios::binary | std::ios::trunc);

@@ -7,6 +7,9 @@
 
 #include "common/error.h"
 
+static_assert(augur::engine::kMaxDraft + 1 <= augur::cache::kMaxRollback,
+              "the cache can undo a verify of the longest draft");
+
 namespace augur::engine {
 namespace {
 
@@ -75,7 +78,8 @@ class Generator::Run {
     const auto common = static_cast<int64_t>(
         std::mismatch(g_.cached_.begin(), g_.cached_.end(), prompt_.begin(), prompt_.end()).first -
         g_.cached_.begin());
-    const int64_t keep = std::min(common, n_prompt - 1);
+    int64_t keep = std::min(common, n_prompt - 1);
+    if (!g_.cache_.can_truncate(keep)) keep = 0;  // a recurrent state cannot go back: start over
     g_.cache_.truncate(keep);
     g_.cached_.resize(static_cast<size_t>(keep));
     const auto rest = prompt_.subspan(static_cast<size_t>(keep));
@@ -260,7 +264,7 @@ class Generator::Run {
 Generator::Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
                      int64_t ubatch)
     : model_(model),
-      cache_(model.hparams(), n_ctx),
+      cache_(model, {.capacity = n_ctx, .max_batch = ubatch}),
       eval_(model, pool, ubatch, n_ctx),
       acceptor_(static_cast<int>(model.hparams().n_vocab)),
       logits_(static_cast<size_t>(kMaxDraft + 1) * static_cast<size_t>(model.hparams().n_vocab)),
@@ -268,11 +272,11 @@ Generator::Generator(const model::Model& model, kernels::ThreadPool& pool, int64
 
 Generator::Prefix Generator::save_prefix(int64_t n) const {
   AUGUR_CHECK(n >= 0 && n <= static_cast<int64_t>(cached_.size()), "save within the cached tokens");
-  return {std::vector<int32_t>(cached_.begin(), cached_.begin() + n), cache_.save_rows(n)};
+  return {std::vector<int32_t>(cached_.begin(), cached_.begin() + n), cache_.save(n)};
 }
 
 void Generator::restore_prefix(const Prefix& prefix) {
-  cache_.restore_rows(prefix.rows, static_cast<int64_t>(prefix.tokens.size()));
+  cache_.restore(prefix.rows, static_cast<int64_t>(prefix.tokens.size()));
   cached_ = prefix.tokens;
 }
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "model/evaluator.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -120,7 +120,7 @@ class Generator {
   // The K/V rows of the first n cached tokens, to be restored later (the server's prefix cache).
   struct Prefix {
     std::vector<int32_t> tokens;
-    std::vector<float> rows;  // KvCache::save_rows layout
+    std::vector<uint8_t> rows;  // ModelCache::save
   };
   [[nodiscard]] Prefix save_prefix(int64_t n) const;
   // Makes the cache hold exactly `prefix` (saved from a generator of the same model and
@@ -131,7 +131,7 @@ class Generator {
   // Bytes of the session: the model file it maps, its cache and its buffers.
   int64_t memory_bytes() const;
   // For tests: the target cache and the tokens whose rows it holds.
-  const cache::KvCache& cache() const { return cache_; }
+  const cache::ModelCache& cache() const { return cache_; }
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
 
  private:
@@ -139,7 +139,7 @@ class Generator {
   friend class Run;
 
   const model::Model& model_;
-  cache::KvCache cache_;
+  cache::ModelCache cache_;
   model::Evaluator eval_;
   spec::Acceptor acceptor_;
   std::vector<int32_t> cached_;     // tokens whose rows are committed in cache_

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace augur::model {
 
@@ -25,6 +26,15 @@ struct HParams {
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;
   RopeType rope_type = RopeType::Norm;
+  float attn_scale = 0;          // KQ scale; 0 = 1/sqrt(head_dim)
+  float logit_softcap = 0;       // final logits c * tanh(l / c); 0 = none
+  int64_t sliding_window = 0;    // a sliding-window layer's row sees itself and window - 1 before
+  std::vector<bool> swa_layers;  // per layer: uses the sliding window (empty: none does)
+  float rope_base_swa = 0;       // RoPE base of the sliding-window layers; 0 = rope_base
+
+  bool is_swa(int64_t layer) const {
+    return layer < static_cast<int64_t>(swa_layers.size()) && swa_layers[layer];
+  }
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

@@ -4,6 +4,10 @@
 
 namespace augur::model {
 
+std::vector<LayerCache> Model::cache_layout() const {
+  return std::vector<LayerCache>(static_cast<size_t>(hparams().n_layer), LayerCache::attention());
+}
+
 void Model::forward_segments(const UbatchRequest& request, std::span<const MemorySegment> segments,
                              Workspace& workspace, kernels::ThreadPool& pool) const {
   if (segments.size() != 1) {

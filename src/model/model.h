@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "gguf/file.h"
 #include "kernels/thread_pool.h"
@@ -49,6 +50,9 @@ class Model {
   virtual const HParams& hparams() const = 0;
   virtual const gguf::File& file() const = 0;
   virtual std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const = 0;
+  // How each layer keeps its past (the cache builds its layers from this). Default: every layer
+  // keeps all K/V rows.
+  virtual std::vector<LayerCache> cache_layout() const;
   // Evaluates one ubatch on top of `memory`: row i attends to every memory row plus batch rows
   // 0..i (causal), and its K/V are appended to `memory`. M must not exceed the workspace's
   // max_rows.

@@ -31,7 +31,7 @@ class PrefixStore {
 
  private:
   static int64_t size_of(const engine::Generator::Prefix& p) {
-    return static_cast<int64_t>(p.rows.size() * sizeof(float) + p.tokens.size() * sizeof(int32_t));
+    return static_cast<int64_t>(p.rows.size() + p.tokens.size() * sizeof(int32_t));
   }
 
   int64_t max_bytes_;

@@ -36,7 +36,7 @@ ModelDrafter::ModelDrafter(const model::Model& model, kernels::ThreadPool& pool,
                            int64_t ubatch, int n_layers)
     : model_(model),
       n_layers_(checked_layers(model, n_layers)),
-      cache_(model.hparams(), n_ctx, n_layers_),
+      cache_(model, {.capacity = n_ctx, .max_batch = ubatch, .n_layers = n_layers_}),
       eval_(model, pool, ubatch, n_ctx),
       logits_(static_cast<size_t>(model.hparams().n_vocab)) {}
 
@@ -45,7 +45,8 @@ int64_t ModelDrafter::sync(std::span<const int32_t> context, int64_t max_keep) {
   const auto common = static_cast<int64_t>(
       std::mismatch(cached_.begin(), cached_.end(), context.begin(), context.end()).first -
       cached_.begin());
-  const int64_t keep = std::min(common, max_keep);
+  int64_t keep = std::min(common, max_keep);
+  if (!cache_.can_truncate(keep)) keep = 0;  // a recurrent state cannot go back: start over
   if (keep < static_cast<int64_t>(cached_.size())) {
     cache_.truncate(keep);
     cached_.resize(static_cast<size_t>(keep));

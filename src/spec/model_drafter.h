@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "model/evaluator.h"
 #include "spec/draft_source.h"
 
@@ -36,7 +36,7 @@ class ModelDrafter final : public DraftSource {
   void share_forwards(model::ForwardBatcherSet& batchers) override;
 
   // For tests: the cache and the tokens whose rows it holds (committed rows only between cycles).
-  const cache::KvCache& cache() const { return cache_; }
+  const cache::ModelCache& cache() const { return cache_; }
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
 
  private:
@@ -46,7 +46,7 @@ class ModelDrafter final : public DraftSource {
 
   const model::Model& model_;
   int n_layers_;
-  cache::KvCache cache_;
+  cache::ModelCache cache_;
   model::Evaluator eval_;
   std::vector<int32_t> cached_;     // tokens whose rows are committed in cache_
   std::vector<int32_t> fed_;        // tokens of the last proposal's pending rows, in order

@@ -19,9 +19,9 @@ namespace {
 using testing::kNeverEog;
 
 // K/V rows of `tokens` evaluated from scratch by `m` (first n_layers layers; -1 = all).
-cache::KvCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
+cache::ModelCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
                           const std::vector<int32_t>& tokens, int64_t capacity, int n_layers) {
-  cache::KvCache cache(m.hparams(), capacity, n_layers);
+  cache::ModelCache cache(m, {.capacity = capacity, .n_layers = n_layers});
   model::Evaluator eval(m, pool, 64, capacity);
   std::vector<int32_t> positions(tokens.size());
   std::iota(positions.begin(), positions.end(), 0);
@@ -32,7 +32,7 @@ cache::KvCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
 
 // Empty when the first n rows of `got` equal those of `want` bitwise; else names the first
 // difference.
-std::string first_row_difference(const cache::KvCache& got, const cache::KvCache& want, int64_t n) {
+std::string first_row_difference(const cache::ModelCache& got, const cache::ModelCache& want, int64_t n) {
   for (int layer = 0; layer < got.n_layers(); ++layer) {
     for (int head = 0; head < got.n_heads(); ++head) {
       for (int64_t row = 0; row < n; ++row) {
@@ -88,11 +88,11 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
 
   Generator gen(*target, pool, kCtx, 16);
   auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16);
-  std::unique_ptr<cache::KvCache> want_drafter;
+  std::unique_ptr<cache::ModelCache> want_drafter;
   if (h.model_drafter) {
     const model::Model& dm = h.draft_model ? *h.draft_model : *target;
     want_drafter =
-        std::make_unique<cache::KvCache>(fresh_rows(dm, pool, committed, kCtx, h.n_layers));
+        std::make_unique<cache::ModelCache>(fresh_rows(dm, pool, committed, kCtx, h.n_layers));
   }
   opt.drafter = h.drafter.get();
   int cycles = 0, cycles_with_rejection = 0;

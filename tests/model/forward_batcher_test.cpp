@@ -9,7 +9,7 @@
 #include <numeric>
 #include <thread>
 
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "support/model_session.h"
 #include "test_paths.h"
 
@@ -29,7 +29,7 @@ std::vector<int32_t> tokens_of(int s, int n) {
 
 struct Solo {
   std::vector<float> logits;  // [rows, n_vocab] of the second ubatch
-  cache::KvCache cache;
+  cache::ModelCache cache;
 };
 
 TEST(ForwardSegments, RowsAreBitwiseTheSessionsAlone) {
@@ -43,11 +43,11 @@ TEST(ForwardSegments, RowsAreBitwiseTheSessionsAlone) {
   const int prefix[n_sessions] = {5, 17, 1, 40};
   const int rows[n_sessions] = {1, 9, 3, 1};
 
-  std::vector<cache::KvCache> solo_caches, joint_caches;
+  std::vector<cache::ModelCache> solo_caches, joint_caches;
   std::vector<std::vector<float>> solo_logits(n_sessions);
   for (int s = 0; s < n_sessions; ++s) {
-    solo_caches.emplace_back(hp, n_ctx);
-    joint_caches.emplace_back(hp, n_ctx);
+    solo_caches.emplace_back(*model, cache::CacheOptions{.capacity = n_ctx});
+    joint_caches.emplace_back(*model, cache::CacheOptions{.capacity = n_ctx});
   }
   model::Evaluator eval(*model, pool, 64, n_ctx);
   std::vector<float> scratch(n_vocab);
@@ -114,7 +114,7 @@ TEST(ForwardSegments, RowsAreBitwiseTheSessionsAlone) {
 TEST(ForwardSegments, RejectsSegmentsThatDoNotTileTheBatch) {
   const auto model = model::load_model(zoo_target());
   kernels::ThreadPool pool(1);
-  cache::KvCache a(model->hparams(), 16), b(model->hparams(), 16);
+  cache::ModelCache a(*model, {.capacity = 16}), b(*model, {.capacity = 16});
   const std::vector<int32_t> tokens = {5, 6, 7};
   const std::vector<int32_t> positions = {0, 1, 0};
   const auto workspace = model->make_workspace(8, 16);
@@ -136,7 +136,7 @@ TEST(ForwardBatcher, ConcurrentSessionsGetTheirOwnLogits) {
 
   // Reference: each session alone, greedy for `steps` tokens.
   const auto run_session = [&](int s, model::ForwardBatcher* batcher) {
-    cache::KvCache cache(hp, n_ctx);
+    cache::ModelCache cache(*model, {.capacity = n_ctx});
     model::Evaluator eval(*model, pool, 32, n_ctx);
     eval.set_batcher(batcher);
     std::vector<float> logits(n_vocab);
@@ -183,7 +183,7 @@ TEST(ForwardBatcher, OneSessionsErrorStaysItsOwn) {
   std::vector<std::thread> threads;
   for (int s = 0; s < 4; ++s) {
     threads.emplace_back([&, s] {
-      cache::KvCache cache(hp, s == 0 ? 4 : 64);  // session 0 has room for 4 rows only
+      cache::ModelCache cache(*model, {.capacity = s == 0 ? 4 : 64});  // session 0 has room for 4 rows only
       model::Evaluator eval(*model, pool, 32, 64);
       eval.set_batcher(&batcher);
       std::vector<float> logits(n_vocab);
@@ -221,7 +221,7 @@ TEST(ForwardBatcherSet, OneBatcherPerModelAndDepth) {
   // Sessions joined through the set are waited for by both; leaving releases them.
   set.join_all();
   set.leave_all();
-  cache::KvCache cache(model->hparams(), 64, 2);
+  cache::ModelCache cache(*model, {.capacity = 64, .n_layers = 2});
   model::Evaluator eval(*model, pool, 32, 64);
   eval.set_batcher(&two);
   std::vector<float> logits(static_cast<size_t>(model->hparams().n_vocab));
@@ -245,7 +245,7 @@ TEST(ForwardBatcher, AttributesTheCostOfItsRows) {
   model::ForwardBatcher batcher(*model, pool, 64, 64);
   EXPECT_DOUBLE_EQ(batcher.cost_of(3, 2, 12, 1.2), 0.3);
   EXPECT_DOUBLE_EQ(batcher.cost_of(12, 1, 12, 1.2), 1.2);
-  cache::KvCache cache(model->hparams(), 64);
+  cache::ModelCache cache(*model, {.capacity = 64});
   model::Evaluator eval(*model, pool, 32, 64);
   eval.set_batcher(&batcher);
   std::vector<float> logits(static_cast<size_t>(model->hparams().n_vocab));

@@ -1,4 +1,4 @@
-// A loaded model with a pool, a full KV cache and an evaluator: the smallest harness for
+// A loaded model with a pool, its cache and an evaluator: the smallest harness for
 // forward-pass tests.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 #include "kernels/thread_pool.h"
 #include "model/evaluator.h"
 #include "model/model.h"
@@ -19,7 +19,7 @@ struct ModelSession {
                int threads = 2)
       : model(model::load_model(path)),
         pool(threads),
-        cache(model->hparams(), n_ctx),
+        cache(*model, {.capacity = n_ctx, .max_batch = ubatch}),
         eval(*model, pool, ubatch, n_ctx) {}
 
   int64_t n_vocab() const { return model->hparams().n_vocab; }
@@ -66,7 +66,7 @@ struct ModelSession {
 
   std::unique_ptr<model::Model> model;
   kernels::ThreadPool pool;
-  cache::KvCache cache;
+  cache::ModelCache cache;
   model::Evaluator eval;
 };
 

@@ -1,5 +1,5 @@
 // A model::Model whose logits are a chosen function of the token history, for tests that drive
-// the real Evaluator, KvCache, Generator and drafters without weights. Each forward writes its
+// the real Evaluator, ModelCache, Generator and drafters without weights. Each forward writes its
 // tokens into the cache it is given (one layer, one KV head, head_dim 1: the key row of a token is
 // the token id) and computes every wanted row from the history that cache holds for that row
 // (committed rows, pending rows, then the batch up to the row). So whatever the generation loop
@@ -69,16 +69,17 @@ class ScriptedModel : public model::Model {
     const int64_t base = memory.n_rows();
     const auto rows = static_cast<int64_t>(request.tokens.size());
     EXPECT_LE(base + rows, memory.capacity()) << "a batch past the memory's capacity";
-    float* keys = memory.keys(0, 0);      // [capacity, 1]: token ids
-    float* values = memory.values(0, 0);  // [capacity, 1]: the same
+    // Layer 0's keys and values ([capacity, 1] floats) hold the token ids.
+    const model::KvRows kv = memory.kv(0);
+    const auto keys = [&](int64_t row) { return reinterpret_cast<float*>(kv.key(0, row)); };
     for (int64_t row = 0; row < rows; ++row) {
       EXPECT_EQ(request.positions[row], base + row) << "batch row " << row << " of " << rows;
-      keys[base + row] = static_cast<float>(request.tokens[row]);
-      values[base + row] = static_cast<float>(request.tokens[row]);
+      *keys(base + row) = static_cast<float>(request.tokens[row]);
+      *reinterpret_cast<float*>(kv.value(0, base + row)) = static_cast<float>(request.tokens[row]);
     }
     history_.resize(static_cast<size_t>(base + rows));
     for (int64_t row = 0; row < base + rows; ++row) {
-      history_[row] = static_cast<int32_t>(keys[row]);
+      history_[row] = static_cast<int32_t>(*keys(row));
     }
     const auto vocab = static_cast<size_t>(hp_.n_vocab);
     for (size_t out = 0; out < request.out_rows.size(); ++out) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/error.h"
@@ -57,10 +58,12 @@ struct DecoderWorkspace final : Workspace {
         gate(max_rows * hp.n_ff),
         up(max_rows * hp.n_ff),
         rope(max_rows * hp.n_rot),
+        rope_swa(hp.rope_base_swa > 0 ? max_rows * hp.n_rot : 0),
         out_hidden(max_rows * hp.n_embd) {}
   int64_t bytes() const override {
     int64_t n = 0;
-    for (const auto* buffer : {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &out_hidden}) {
+    for (const auto* buffer :
+         {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &rope_swa, &out_hidden}) {
       n += static_cast<int64_t>(buffer->capacity() * sizeof(float));
     }
     return n;
@@ -71,6 +74,7 @@ struct DecoderWorkspace final : Workspace {
   std::vector<float> attn;        // [max_rows, q_dim]
   std::vector<float> gate, up;    // [max_rows, n_ff]
   std::vector<float> rope;        // [max_rows, n_rot/2, 2]
+  std::vector<float> rope_swa;    // the same with the sliding-window layers' base, if their own
   std::vector<float> out_hidden;  // [max_rows, n_embd] normed rows whose logits are wanted
 };
 
@@ -106,6 +110,10 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
       l.q_norm = load_vector(f, name("attn_q_norm.weight"), hp_.head_dim);
       l.k_norm = load_vector(f, name("attn_k_norm.weight"), hp_.head_dim);
     }
+    if (options_.post_norms) {
+      l.post_attn_norm = load_vector(f, name("post_attention_norm.weight"), n_embd);
+      l.post_ffn_norm = load_vector(f, name("post_ffw_norm.weight"), n_embd);
+    }
     l.ffn_norm = load_vector(f, name("ffn_norm.weight"), n_embd);
     l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
     l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
@@ -115,6 +123,14 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
 
 std::unique_ptr<Workspace> Decoder::make_workspace(int64_t max_rows, int64_t n_ctx) const {
   return std::make_unique<DecoderWorkspace>(hp_, max_rows, n_ctx);
+}
+
+std::vector<LayerCache> Decoder::cache_layout() const {
+  std::vector<LayerCache> layout;
+  for (int64_t layer = 0; layer < hp_.n_layer; ++layer) {
+    layout.push_back(LayerCache::attention(hp_.is_swa(layer) ? hp_.sliding_window : 0));
+  }
+  return layout;
 }
 
 void Decoder::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace& workspace,
@@ -141,6 +157,10 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
       throw InvalidArgument(fmt::format("context full: {} rows held + {} new > context size {}",
                                         n_past[s], seg.n_rows, seg.memory->capacity()));
     }
+    if (seg.n_rows > seg.memory->max_batch()) {
+      throw InvalidArgument(fmt::format("a forward of {} rows on a cache made for batches of {}",
+                                        seg.n_rows, seg.memory->max_batch()));
+    }
   }
   AUGUR_CHECK(covered == M, "segments cover the ubatch");
   const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
@@ -153,13 +173,23 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     if (token < 0 || token >= hp_.n_vocab) {
       throw InvalidArgument(fmt::format("token id {} out of range [0, {})", token, hp_.n_vocab));
     }
-    tensor::dequantize_row(token_embd_.type, token_embd_.row(token), &ws.x[row * n_embd], n_embd);
-    rope_angles(req.positions[static_cast<size_t>(row)], hp_.n_rot, hp_.rope_base,
-                &ws.rope[row * hp_.n_rot]);
+    float* x = &ws.x[row * n_embd];
+    tensor::dequantize_row(token_embd_.type, token_embd_.row(token), x, n_embd);
+    if (options_.scale_embeddings) {
+      const float scale = std::sqrt(static_cast<float>(n_embd));
+      for (int64_t i = 0; i < n_embd; ++i) x[i] *= scale;
+    }
+    const int32_t position = req.positions[static_cast<size_t>(row)];
+    rope_angles(position, hp_.n_rot, hp_.rope_base, &ws.rope[row * hp_.n_rot]);
+    if (!ws.rope_swa.empty()) {
+      rope_angles(position, hp_.n_rot, hp_.rope_base_swa, &ws.rope_swa[row * hp_.n_rot]);
+    }
   }
 
   for (int layer = 0; layer < n_layers; ++layer) {
     const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
+    const std::vector<float>& rope_table =
+        hp_.is_swa(layer) && !ws.rope_swa.empty() ? ws.rope_swa : ws.rope;
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.attn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
@@ -167,7 +197,7 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     kernels::matmul(l.wk, ws.xn.data(), M, ws.k.data(), pool);
     kernels::matmul(l.wv, ws.xn.data(), M, ws.v.data(), pool);
     for (size_t s = 0; s < segments.size(); ++s) {
-      Memory& memory = *segments[s].memory;
+      const KvRows kv = segments[s].memory->kv(layer);
       for (int64_t row = segments[s].first_row; row < segments[s].first_row + segments[s].n_rows;
            ++row) {
         const int64_t slot = n_past[s] + row - segments[s].first_row;  // the row's memory row
@@ -189,14 +219,11 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
                      hp_.rms_eps);
           }
         }
-        const float* rope = &ws.rope[row * hp_.n_rot];
+        const float* rope = &rope_table[row * hp_.n_rot];
         apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
         apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
         for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-          std::memcpy(memory.keys(layer, static_cast<int>(head)) + slot * head_dim,
-                      k + head * head_dim, sizeof(float) * head_dim);
-          std::memcpy(memory.values(layer, static_cast<int>(head)) + slot * head_dim,
-                      v + head * head_dim, sizeof(float) * head_dim);
+          write_kv(kv, head, slot, k + head * head_dim, v + head * head_dim, head_dim);
         }
       }
     }
@@ -206,16 +233,20 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
                 segments[s].n_rows, hp_, ws.attn.data() + first * q_dim, pool);
     }
     kernels::matmul(l.wo, ws.attn.data(), M, ws.xn.data(), pool);
-    for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
+    add_block_output(l.post_attn_norm, ws.xn.data(), ws.x.data(), M);
 
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.ffn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
     kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
     kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
-    silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+    if (options_.ffn_activation == FfnActivation::kGeluTanh) {
+      gelu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+    } else {
+      silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+    }
     kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
-    for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
+    add_block_output(l.post_ffn_norm, ws.xn.data(), ws.x.data(), M);
   }
   // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.
   for (const MemorySegment& seg : segments) seg.memory->advance(seg.n_rows);
@@ -229,6 +260,18 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
              hp_.rms_eps);
   }
   kernels::matmul(output_, ws.out_hidden.data(), n_out, req.logits, pool);
+  if (hp_.logit_softcap > 0) softcap(req.logits, n_out * hp_.n_vocab, hp_.logit_softcap);
+}
+
+void Decoder::add_block_output(const std::vector<float>& post_norm, float* out, float* x,
+                               int64_t M) const {
+  const int64_t n_embd = hp_.n_embd;
+  if (!post_norm.empty()) {
+    for (int64_t row = 0; row < M; ++row) {
+      rms_norm(out + row * n_embd, post_norm.data(), out + row * n_embd, n_embd, hp_.rms_eps);
+    }
+  }
+  for (int64_t i = 0; i < M * n_embd; ++i) x[i] += out[i];
 }
 
 }  // namespace augur::model::blocks

@@ -1,6 +1,9 @@
-// The pre-norm decoder-only transformer shared by llama, qwen2 and qwen3:
+// The pre-norm decoder-only transformer shared by llama, qwen2, qwen3 and gemma3:
 //   h = x + Wo·Attn(RoPE(Wq·n(x) + bq), RoPE(Wk·n(x) + bk), Wv·n(x) + bv)
 //   x' = h + Wdown(silu(Wgate·n(h)) * Wup·n(h));  logits = Wout·n(x_L)
+// with options for what gemma3 adds: scaled embeddings, post-norms of each block's output
+// (h = x + n(Attn(..))), a GELU FFN, and sliding-window layers (HParams::swa_layers) whose
+// attention sees only the last `sliding_window` rows and uses their own RoPE base.
 // Architecture files read their metadata into HParams + DecoderOptions and hand over here;
 // the weights are typed views into the GGUF mapping the model owns.
 #pragma once
@@ -15,10 +18,18 @@
 
 namespace augur::model::blocks {
 
+enum class FfnActivation {
+  kSilu,      // silu(gate) * up
+  kGeluTanh,  // gelu_tanh(gate) * up, through llama.cpp's FP16 table (gemma3)
+};
+
 struct DecoderOptions {
   bool qkv_bias = false;     // attn_{q,k,v}.bias (qwen2)
   bool qk_norm = false;      // per-head RMSNorm of q and k before RoPE (qwen3)
   bool tied_output = false;  // allow a missing output.weight: use token_embd (qwen2)
+  bool post_norms = false;   // RMSNorm of the attention and FFN outputs before the residual add
+  bool scale_embeddings = false;  // token embeddings times sqrt(n_embd) (gemma)
+  FfnActivation ffn_activation = FfnActivation::kSilu;
 };
 
 struct DecoderLayer {
@@ -26,7 +37,9 @@ struct DecoderLayer {
   tensor::Matrix wq, wk, wv, wo;        // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
   std::vector<float> bq, bk, bv;        // empty unless qkv_bias
   std::vector<float> q_norm, k_norm;    // [head_dim], empty unless qk_norm
+  std::vector<float> post_attn_norm;    // [n_embd], empty unless post_norms
   std::vector<float> ffn_norm;          // [n_embd]
+  std::vector<float> post_ffn_norm;     // [n_embd], empty unless post_norms
   tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
@@ -37,12 +50,16 @@ class Decoder final : public Model {
   const HParams& hparams() const override { return hp_; }
   const gguf::File& file() const override { return *file_; }
   std::unique_ptr<Workspace> make_workspace(int64_t max_rows, int64_t n_ctx) const override;
+  std::vector<LayerCache> cache_layout() const override;
   void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
                       kernels::ThreadPool& pool) const override;
   void forward_segments(const UbatchRequest& request, std::span<const MemorySegment> segments,
                         Workspace& workspace, kernels::ThreadPool& pool) const override;
 
  private:
+  // x += post_norm(out) (or out when there is no post-norm), for M rows; out is overwritten.
+  void add_block_output(const std::vector<float>& post_norm, float* out, float* x, int64_t M) const;
+
   std::unique_ptr<gguf::File> file_;
   HParams hp_;
   DecoderOptions options_;

@@ -1,6 +1,9 @@
 #include "model/blocks/ops.h"
 
 #include <cmath>
+#include <vector>
+
+#include "tensor/matrix.h"
 
 namespace augur::model::blocks {
 
@@ -43,6 +46,47 @@ void silu_mul(float* gate, const float* up, int64_t n) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+namespace {
+
+// fp16(gelu_tanh(x)) for every FP16 bit pattern x, as ggml_table_gelu_f16 (ggml's gelu formula
+// in float, 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))).
+const std::vector<uint16_t>& gelu_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(1 << 16);
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoefA = 0.044715f;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const float x = tensor::fp16_to_fp32(static_cast<uint16_t>(i));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+      t[i] = tensor::fp32_to_fp16(g);
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+void gelu_mul(float* gate, const float* up, int64_t n) {
+  const auto& table = gelu_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    float g;
+    if (x <= -10.0f) {
+      g = 0.0f;
+    } else if (x >= 10.0f) {
+      g = x;
+    } else {
+      g = tensor::fp16_to_fp32(table[tensor::fp32_to_fp16(x)]);
+    }
+    gate[i] = g * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float c) {
+  for (int64_t i = 0; i < n; ++i) x[i] = c * std::tanh(x[i] / c);
 }
 
 }  // namespace augur::model::blocks

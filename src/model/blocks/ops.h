@@ -22,4 +22,11 @@ void apply_rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, 
 // gate[i] = silu(gate[i]) * up[i]
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu_tanh(gate[i]) * up[i] as llama.cpp's CPU geglu computes it: the GELU of the
+// input rounded to FP16, read from a table of FP16 results, for -10 < x < 10; x above, 0 below.
+void gelu_mul(float* gate, const float* up, int64_t n);
+
+// x[i] = c * tanh(x[i] / c)
+void softcap(float* x, int64_t n, float c);
+
 }  // namespace augur::model::blocks

@@ -1,4 +1,4 @@
-#include "cache/kv_cache.h"
+#include "cache/model_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ std::filesystem::path tiny() {
 }
 
 // Every stored K/V row of `a` and `b` for rows [0, n) within atol.
-void expect_same_rows(const KvCache& a, const KvCache& b, int64_t n, float atol) {
+void expect_same_rows(const ModelCache& a, const ModelCache& b, int64_t n, float atol) {
   for (int layer = 0; layer < a.n_layers(); ++layer) {
     for (int head = 0; head < a.n_heads(); ++head) {
       for (int64_t row = 0; row < n; ++row) {
@@ -33,7 +33,7 @@ void expect_same_rows(const KvCache& a, const KvCache& b, int64_t n, float atol)
   }
 }
 
-TEST(KvCache, CommitKeepsOnlyTheFirstPendingRows) {
+TEST(ModelCache, CommitKeepsOnlyTheFirstPendingRows) {
   ModelSession s(tiny());
   (void)s.last_logits({10, 11, 12});
   EXPECT_EQ(s.cache.size(), 3);
@@ -46,7 +46,7 @@ TEST(KvCache, CommitKeepsOnlyTheFirstPendingRows) {
   EXPECT_THROW((void)s.cache.key_row(0, 0, 4), InvalidArgument);
 }
 
-TEST(KvCache, RejectsImpossibleCommitsAndTruncates) {
+TEST(ModelCache, RejectsImpossibleCommitsAndTruncates) {
   ModelSession s(tiny());
   (void)s.last_logits({10, 11});
   EXPECT_THROW(s.cache.commit(1), InvalidArgument);  // nothing pending
@@ -57,7 +57,7 @@ TEST(KvCache, RejectsImpossibleCommitsAndTruncates) {
 
 // After a verify-shaped block [c, d1..d4] of which only c, d1 are kept, the cache holds what a
 // fresh autoregressive run over the committed tokens holds, and continuing gives the same logits.
-TEST(KvCache, RolledBackCacheEqualsFreshRunOverCommittedTokens) {
+TEST(ModelCache, RolledBackCacheEqualsFreshRunOverCommittedTokens) {
   const std::vector<int32_t> prompt = {5, 77, 300, 41, 9, 128, 64};
   ModelSession spec(tiny());
   (void)spec.last_logits(prompt);
@@ -81,7 +81,7 @@ TEST(KvCache, RolledBackCacheEqualsFreshRunOverCommittedTokens) {
 }
 
 // Same batch shapes give bit-identical rows.
-TEST(KvCache, SameScheduleGivesBitIdenticalRows) {
+TEST(ModelCache, SameScheduleGivesBitIdenticalRows) {
   const std::vector<int32_t> prompt = {5, 77, 300, 41, 9, 128, 64};
   ModelSession a(tiny()), b(tiny());
   (void)a.last_logits(prompt);
@@ -91,27 +91,26 @@ TEST(KvCache, SameScheduleGivesBitIdenticalRows) {
   expect_same_rows(a.cache, b.cache, a.cache.size(), 0.0f);
 }
 
-// Memory::keys / values of a layer or kv head the cache does not hold is a caller's bug: it
-// stops with a message instead of handing out a pointer past the buffer.
-TEST(KvCache, KeysOfALayerOrHeadItDoesNotHoldStop) {
+// Memory::kv / state of a layer the cache does not hold, or of a layer of the other kind, is a
+// caller's bug: it stops with a message instead of handing out a pointer past the buffer.
+TEST(ModelCache, RowsOfALayerItDoesNotHoldStop) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto model = model::load_model(tiny());
-  KvCache cache(model->hparams(), 8);
+  ModelCache cache(*model, {.capacity = 8});
   model::Memory& memory = cache.memory();
-  const int n_layers = cache.n_layers(), n_heads = cache.n_heads();
-  EXPECT_NE(memory.keys(n_layers - 1, n_heads - 1), nullptr);
-  EXPECT_DEATH((void)memory.keys(n_layers, 0), "a layer it does not hold");
-  EXPECT_DEATH((void)memory.values(-1, 0), "a layer it does not hold");
-  EXPECT_DEATH((void)memory.keys(0, n_heads), "a kv head it does not hold");
-  EXPECT_DEATH((void)memory.values(0, -1), "a kv head it does not hold");
+  const int n_layers = cache.n_layers();
+  EXPECT_NE(memory.kv(n_layers - 1).k, nullptr);
+  EXPECT_DEATH((void)memory.kv(n_layers), "a layer it does not hold");
+  EXPECT_DEATH((void)memory.kv(-1), "a layer it does not hold");
+  EXPECT_DEATH((void)memory.state(0, 0), "a layer of another kind");
 }
 
 // A forward over every layer on top of a layer-skip memory (which keeps only the first layers)
 // stops at the first layer the memory lacks.
-TEST(KvCache, ForwardOverMoreLayersThanALayerSkipMemoryHoldsStops) {
+TEST(ModelCache, ForwardOverMoreLayersThanALayerSkipMemoryHoldsStops) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   ModelSession s(tiny());
-  KvCache shallow(s.model->hparams(), 8, /*n_layers=*/2);
+  ModelCache shallow(*s.model, {.capacity = 8, .n_layers = 2});
   std::vector<float> logits(static_cast<size_t>(s.n_vocab()));
   s.eval.forward_last(std::vector<int32_t>{1, 2}, shallow.memory(), logits.data(), 2);
   shallow.commit(2);
