@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include "common/error.h"
 #include "support/model_session.h"
 #include "test_paths.h"
@@ -116,6 +118,76 @@ TEST(ModelCache, ForwardOverMoreLayersThanALayerSkipMemoryHoldsStops) {
   shallow.commit(2);
   EXPECT_DEATH(s.eval.forward_last(std::vector<int32_t>{3}, shallow.memory(), logits.data()),
                "a layer it does not hold");
+}
+
+}  // namespace
+}  // namespace augur::cache
+
+namespace augur::cache {
+namespace {
+
+std::filesystem::path gemma3() {
+  return testing::fixtures_dir() / "tiny-gemma3.gguf";
+}
+
+// A sliding-window layer keeps a ring of window + max(batch, rollback) slots whatever the context
+// size; a full layer keeps every row.
+TEST(ModelCacheRing, WindowedLayersHoldARingBoundedByTheWindow) {
+  const auto model = model::load_model(gemma3());
+  const int64_t window = model->hparams().sliding_window;
+  ASSERT_GT(window, 0);
+  ModelCache small(*model, {.capacity = 512, .max_batch = 8});
+  ModelCache large(*model, {.capacity = 4096, .max_batch = 8});
+  for (int layer = 0; layer < small.n_layers(); ++layer) {
+    const auto spec = small.layer_cache(layer);
+    EXPECT_EQ(spec.window, model->hparams().is_swa(layer) ? window : 0) << layer;
+    const model::KvRows a = small.memory().kv(layer), b = large.memory().kv(layer);
+    if (spec.window > 0) {
+      EXPECT_EQ(a.slots, window + kMaxRollback);
+      EXPECT_EQ(b.slots, a.slots);
+    } else {
+      EXPECT_EQ(a.slots, 512);
+      EXPECT_EQ(b.slots, 4096);
+    }
+  }
+}
+
+// Dropping more pending rows than a ring keeps room for cannot be undone: it throws, where a
+// full cache (which loses nothing) allows it.
+TEST(ModelCacheRing, RollbackDeeperThanTheRingAllowsThrows) {
+  testing::ModelSession ring(gemma3(), 64), full(tiny(), 64);
+  std::vector<int32_t> rows(kMaxRollback + 2);
+  std::iota(rows.begin(), rows.end(), 1);
+  std::vector<float> logits(512);
+  ring.eval.forward_last(rows, ring.cache.memory(), logits.data());
+  EXPECT_THROW(ring.cache.commit(0), InvalidArgument);
+  ring.cache.commit(2);  // drops kMaxRollback rows: within the ring's slack
+  EXPECT_EQ(ring.cache.size(), 2);
+  full.eval.forward_last(rows, full.cache.memory(), logits.data());
+  full.cache.commit(0);
+  EXPECT_EQ(full.cache.size(), 0);
+}
+
+// A ring can go back only while it still holds the rows the window needs there; save/restore of
+// what a later row can see round-trips.
+TEST(ModelCacheRing, TruncateAndSaveOnlyWhereTheWindowsRowsAreHeld) {
+  testing::ModelSession s(gemma3(), 8, 512);
+  std::vector<int32_t> tokens(200);
+  std::iota(tokens.begin(), tokens.end(), 3);
+  (void)s.last_logits(tokens);
+  const int64_t slots = s.cache.memory().kv(0).slots;
+  EXPECT_TRUE(s.cache.can_truncate(200));
+  EXPECT_TRUE(s.cache.can_truncate(200 - slots + 16));
+  EXPECT_FALSE(s.cache.can_truncate(100));
+  EXPECT_TRUE(s.cache.can_truncate(0));
+  EXPECT_THROW(s.cache.truncate(100), InvalidArgument);
+  EXPECT_THROW((void)s.cache.save(100), InvalidArgument);
+
+  const auto saved = s.cache.save(200);
+  const auto next = s.last_logits({42});
+  testing::ModelSession t(gemma3(), 8, 512);
+  t.cache.restore(saved, 200);
+  EXPECT_EQ(t.last_logits({42}), next);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Token-stream equivalence: greedy speculative decoding gives exactly AR's greedy tokens, for
-// every fixture and for zoo-target with each drafter (n-gram, layer-skip, a separate draft
-// model: zoo-draft for zoo-target, one fixture for another; and the auto policy, which varies the
-// source and k from cycle to cycle), k in {1, 2, 4, 8, 16}, over 256
-// generated tokens, with a small ubatch so the prompt and the k+1-row verifies cross ubatch
-// boundaries.
-// The drafter must really have run (drafted > 0), or the comparison would prove nothing.
+// every fixture (gemma3's sliding-window ring included) and for zoo-target with each drafter
+// (n-gram, layer-skip, a separate draft model: zoo-draft for zoo-target, one fixture for another;
+// and the auto policy, which varies the source and k from cycle to cycle), k in {1, 2, 4, 8, 16},
+// over 256 generated tokens, with a small ubatch so the prompt and the k+1-row verifies cross
+// ubatch boundaries. The drafter must really have run (drafted > 0), or the comparison would prove
+// nothing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -139,6 +139,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny_llama_Q4_0", "fixtures/tiny-llama-Q4_0.gguf", {"ngram", "layerskip:1", "auto"}},
         Case{"tiny_qwen2", "fixtures/tiny-qwen2.gguf", {"ngram", "layerskip:1", "auto"}},
         Case{"tiny_qwen3", "fixtures/tiny-qwen3.gguf", {"ngram", "layerskip:1", "auto"}},
+        // Sliding-window layers (window 16): 256 tokens wrap the ring many times over.
+        Case{"tiny_gemma3",
+             "fixtures/tiny-gemma3.gguf",
+             {"ngram", "layerskip:2", "auto", fixture_draft("tiny-qwen3")}},
         // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
         // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
         // penalty) and another architecture with other weights (keeps none: every cycle ends in
