@@ -57,9 +57,11 @@ struct DecoderWorkspace final : Workspace {
         gate(max_rows * hp.n_ff),
         up(max_rows * hp.n_ff),
         rope(max_rows * hp.n_rot),
-        out_hidden(max_rows * hp.n_embd) {}
+        out_hidden(max_rows * hp.n_embd) {
+    if (hp.n_expert > 0) moe.emplace(hp, max_rows);
+  }
   int64_t bytes() const override {
-    int64_t n = 0;
+    int64_t n = moe ? moe->bytes() : 0;
     for (const auto* buffer : {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &out_hidden}) {
       n += static_cast<int64_t>(buffer->capacity() * sizeof(float));
     }
@@ -72,12 +74,14 @@ struct DecoderWorkspace final : Workspace {
   std::vector<float> gate, up;    // [max_rows, n_ff]
   std::vector<float> rope;        // [max_rows, n_rot/2, 2]
   std::vector<float> out_hidden;  // [max_rows, n_embd] normed rows whose logits are wanted
+  std::optional<MoeScratch> moe;  // mixture-of-experts models only
 };
 
 }  // namespace
 
 Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options)
     : file_(std::move(file)), hp_(std::move(hparams)), options_(options) {
+  AUGUR_CHECK(options_.moe == (hp_.n_expert > 0), "expert counts read for MoE decoders only");
   const gguf::File& f = *file_;
   const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
   token_embd_ = load_matrix(f, "token_embd.weight", n_embd, hp_.n_vocab);
@@ -107,9 +111,13 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
       l.k_norm = load_vector(f, name("attn_k_norm.weight"), hp_.head_dim);
     }
     l.ffn_norm = load_vector(f, name("ffn_norm.weight"), n_embd);
-    l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
-    l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
-    l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+    if (options_.moe) {
+      l.moe = load_moe_weights(f, layer, hp_);
+    } else {
+      l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
+      l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
+      l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+    }
   }
 }
 
@@ -211,10 +219,14 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.ffn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
-    kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
-    kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
-    silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
-    kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
+    if (l.moe) {
+      moe_ffn(*l.moe, ws.xn.data(), M, ws.xn.data(), *ws.moe, pool);
+    } else {
+      kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
+      kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
+      silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+      kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
+    }
     for (int64_t i = 0; i < M * n_embd; ++i) ws.x[i] += ws.xn[i];
   }
   // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.

@@ -1,6 +1,7 @@
 // The pre-norm decoder-only transformer shared by llama, qwen2 and qwen3:
 //   h = x + Wo·Attn(RoPE(Wq·n(x) + bq), RoPE(Wk·n(x) + bk), Wv·n(x) + bv)
 //   x' = h + Wdown(silu(Wgate·n(h)) * Wup·n(h));  logits = Wout·n(x_L)
+// (qwen3moe: x' = h + MoE(n(h)), the mixture of experts of moe.h.)
 // Architecture files read their metadata into HParams + DecoderOptions and hand over here;
 // the weights are typed views into the GGUF mapping the model owns.
 #pragma once
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/blocks/moe.h"
 #include "model/model.h"
 #include "tensor/matrix.h"
 
@@ -19,6 +21,7 @@ struct DecoderOptions {
   bool qkv_bias = false;     // attn_{q,k,v}.bias (qwen2)
   bool qk_norm = false;      // per-head RMSNorm of q and k before RoPE (qwen3)
   bool tied_output = false;  // allow a missing output.weight: use token_embd (qwen2)
+  bool moe = false;          // the FFN is a mixture of experts (blocks/moe.h; qwen3moe)
 };
 
 struct DecoderLayer {
@@ -27,7 +30,8 @@ struct DecoderLayer {
   std::vector<float> bq, bk, bv;        // empty unless qkv_bias
   std::vector<float> q_norm, k_norm;    // [head_dim], empty unless qk_norm
   std::vector<float> ffn_norm;          // [n_embd]
-  tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
+  tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]; unset with moe
+  std::optional<MoeWeights> moe;        // replaces the dense FFN when options.moe
 };
 
 class Decoder final : public Model {
@@ -55,7 +59,11 @@ class Decoder final : public Model {
 // Reads the hyper-parameters every decoder shares from `<arch>.*` keys (decoder_hparams.cpp).
 // Every count is checked against sane limits and against the tensors the file holds, before
 // anything is sized by it: FormatError names the file, the key and what was expected;
-// Unsupported names what this build cannot run (mixture of experts, rope scaling).
-[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
+// Unsupported names what this build cannot run (rope scaling; experts in a dense architecture).
+// `moe`: the architecture's FFN is a mixture of experts, so expert_count (1..512),
+// expert_used_count (1..expert_count) and expert_feed_forward_length are required and checked
+// against blk.0.ffn_up_exps; otherwise expert counts must be absent or 0.
+[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
+                                           bool moe = false);
 
 }  // namespace augur::model::blocks
