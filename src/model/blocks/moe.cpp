@@ -102,7 +102,9 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t max_rows_)
       gate(static_cast<size_t>(max_rows * hp.n_ff_exp)),
       up(static_cast<size_t>(max_rows * hp.n_ff_exp)),
       rows_out(static_cast<size_t>(max_rows * hp.n_embd)),
-      slot_out(static_cast<size_t>(max_rows * hp.n_expert_used * hp.n_embd)) {}
+      slot_out(static_cast<size_t>(max_rows * hp.n_expert_used * hp.n_embd)) {
+  AUGUR_CHECK(max_rows * k <= std::numeric_limits<int32_t>::max(), "(row, slot) pairs fit int32");
+}
 
 int64_t MoeScratch::bytes() const {
   const auto size = [](const auto& v) { return static_cast<int64_t>(v.capacity() * sizeof(v[0])); };
