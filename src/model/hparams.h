@@ -19,8 +19,11 @@ struct HParams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;  // may differ from n_embd / n_head (qwen3)
-  int64_t n_ff = 0;
+  int64_t head_dim = 0;       // may differ from n_embd / n_head (qwen3)
+  int64_t n_ff = 0;           // dense FFN length; 0 when the FFN is a mixture of experts
+  int64_t n_expert = 0;       // experts per MoE FFN; 0 = dense FFN
+  int64_t n_expert_used = 0;  // experts each token is routed to
+  int64_t n_ff_exp = 0;       // FFN length of one expert
   int64_t n_ctx_train = 0;
   int64_t n_rot = 0;  // rotated dims per head
   float rms_eps = 1e-5f;

@@ -20,6 +20,36 @@ std::string shape_string(const std::vector<int64_t>& ne) {
   return fmt::format("[{}]", fmt::join(ne, ", "));
 }
 
+// Matrix `index` of the consecutive [cols, rows] matrices tensor `t` holds (0 for a 2-D one).
+Matrix view(const gguf::TensorInfo& t, int64_t index) {
+  if (!has_decoder(t.type)) {
+    throw Unsupported(fmt::format("tensor '{}': type {} has no decoder (supported: {})", t.name,
+                                  gguf::type_name(t.type), kDecodable));
+  }
+  Matrix m;
+  m.type = t.type;
+  m.cols = t.ne.empty() ? 1 : t.ne[0];
+  m.rows = t.ne.size() >= 2 ? t.ne[1] : 1;
+  const auto& traits = gguf::traits(t.type);
+  if (m.cols % traits.block_elems != 0) {
+    throw FormatError(
+        fmt::format("tensor '{}': row length {} is not a multiple of the {} block "
+                    "size {}",
+                    t.name, m.cols, traits.name, traits.block_elems));
+  }
+  m.row_bytes = gguf::row_bytes(t.type, m.cols);
+  // gguf::File bounds each dimension and the tensor's bytes, so these products fit a size_t.
+  const size_t matrix_bytes = m.row_bytes * static_cast<size_t>(m.rows);
+  if (matrix_bytes * static_cast<size_t>(index + 1) > t.n_bytes) {
+    throw FormatError(
+        fmt::format("tensor '{}': {} matrices of {} rows of {} bytes exceed its {} "
+                    "data bytes",
+                    t.name, index + 1, m.rows, m.row_bytes, t.n_bytes));
+  }
+  m.data = t.data + matrix_bytes * static_cast<size_t>(index);
+  return m;
+}
+
 }  // namespace
 
 bool has_decoder(TensorType type) {
@@ -45,28 +75,19 @@ Matrix Matrix::from(const gguf::TensorInfo& t) {
     throw FormatError(fmt::format("tensor '{}': shape {} has rank {}, expected a 2-D matrix",
                                   t.name, shape_string(t.ne), rank));
   }
-  if (!has_decoder(t.type)) {
-    throw Unsupported(fmt::format("tensor '{}': type {} has no decoder (supported: {})", t.name,
-                                  gguf::type_name(t.type), kDecodable));
+  return view(t, 0);
+}
+
+Matrix Matrix::slice_of(const gguf::TensorInfo& t, int64_t index) {
+  if (t.ne.size() != 3) {
+    throw FormatError(fmt::format("tensor '{}': shape {}, expected 3 dimensions [cols, rows, n]",
+                                  t.name, shape_string(t.ne)));
   }
-  Matrix m;
-  m.type = t.type;
-  m.data = t.data;
-  m.cols = t.ne.empty() ? 1 : t.ne[0];
-  m.rows = t.ne.size() >= 2 ? t.ne[1] : 1;
-  const auto& traits = gguf::traits(t.type);
-  if (m.cols % traits.block_elems != 0) {
+  if (index < 0 || index >= t.ne[2]) {
     throw FormatError(
-        fmt::format("tensor '{}': row length {} is not a multiple of the {} block "
-                    "size {}",
-                    t.name, m.cols, traits.name, traits.block_elems));
+        fmt::format("tensor '{}': shape {} has no matrix {}", t.name, shape_string(t.ne), index));
   }
-  m.row_bytes = gguf::row_bytes(t.type, m.cols);
-  if (m.row_bytes * static_cast<size_t>(m.rows) > t.n_bytes) {
-    throw FormatError(fmt::format("tensor '{}': {} rows of {} bytes exceed its {} data bytes",
-                                  t.name, m.rows, m.row_bytes, t.n_bytes));
-  }
-  return m;
+  return view(t, index);
 }
 
 void dequantize_row(TensorType type, const uint8_t* src, float* dst, int64_t n) {

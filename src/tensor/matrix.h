@@ -40,6 +40,10 @@ struct Matrix {
   // From a 2-D tensor (a 1-D tensor is a single row); throws FormatError naming the tensor for
   // rank > 2, Unsupported naming the tensor and its type when has_decoder(type) is false.
   static Matrix from(const gguf::TensorInfo& t);
+  // Matrix `index` of a 3-D tensor [cols, rows, n]: a mixture-of-experts layer stores its n
+  // experts as n consecutive matrices. FormatError names the tensor unless it has 3 dimensions
+  // and 0 <= index < n; Unsupported as from().
+  static Matrix slice_of(const gguf::TensorInfo& t, int64_t index);
 };
 
 // F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K.

@@ -143,6 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny_gemma3",
              "fixtures/tiny-gemma3.gguf",
              {"ngram", "layerskip:2", "auto", fixture_draft("tiny-qwen3")}},
+        // Mixture of experts: a verify routes its k+1 rows together, each as it would alone.
+        Case{"tiny_qwen3moe", "fixtures/tiny-qwen3moe.gguf", {"ngram", "layerskip:1", "auto"}},
         // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
         // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
         // penalty) and another architecture with other weights (keeps none: every cycle ends in
@@ -150,6 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny_llama_draft_model",
              "fixtures/tiny-llama.gguf",
              {fixture_draft("tiny-llama-Q4_0")}},
+        // The MoE fixture drafting for itself: every draft is accepted, so each verified row of
+        // a k+1-row batch must be bitwise the AR row (routing included).
+        Case{"tiny_qwen3moe_self_draft",
+             "fixtures/tiny-qwen3moe.gguf",
+             {fixture_draft("tiny-qwen3moe")}},
         Case{"tiny_qwen2_draft_model",
              "fixtures/tiny-qwen2.gguf",
              {fixture_draft("tiny-llama-BF16")}},

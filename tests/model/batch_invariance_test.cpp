@@ -70,6 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
                          ::testing::Values("models/zoo-target-f16.gguf",
                                            "models/zoo-target-q8_0.gguf",
                                            "fixtures/tiny-qwen2.gguf", "fixtures/tiny-qwen3.gguf",
+                                           "fixtures/tiny-qwen3moe.gguf",
                                            "fixtures/tiny-llama-Q4_0.gguf",
                                            "fixtures/tiny-gemma3.gguf"),
                          [](const auto& info) {

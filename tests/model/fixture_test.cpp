@@ -184,6 +184,8 @@ void expect_rows_match(const Fixture& fx, const std::vector<testing::ForwardPass
       std::count_if(deviations.begin(), deviations.end(), [&](float d) { return d <= fx.atol; });
   if (!fx.llama_arithmetic || worst <= fx.atol) {
     EXPECT_LE(worst, fx.atol) << fx.name << " " << what << " (upcast ref: " << fx.upcast << ")";
+    std::printf("[fixture] %s %s: max |augur - reference| %g (atol %g%s)\n", fx.name.c_str(),
+                what.c_str(), worst, fx.atol, fx.upcast ? ", upcast reference" : "");
     return;
   }
   ModelSession s(fx.gguf());

@@ -2,8 +2,10 @@
 // load, before anything is sized by the count: with the error kind, the file, the key and what
 // was expected, and inside a capped address space (support/memory_cap.h). Each file is
 // tiny-llama (4 blocks, embedding 256, 8 heads of 32, 2 kv heads, FFN 512, vocab 512) with one
-// edit. Regression: block_count 2^31 ended in std::bad_alloc naming nothing, and 2^22 allocated
-// 1.85 GB of layer structs before a missing tensor was reported.
+// edit, or for the expert counts and tensors of a mixture of experts tiny-qwen3moe (top 2 of 8
+// experts of FFN 128, experts stacked in 3-D tensors). Regression: block_count 2^31 ended in
+// std::bad_alloc naming nothing, and 2^22 allocated 1.85 GB of layer structs before a missing
+// tensor was reported.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -44,11 +46,23 @@ Value f32(double v) {
 
 struct HostileCase {
   std::string label;
-  std::map<std::string, Value> metadata;  // keys set on tiny-llama
+  std::map<std::string, Value> metadata;  // keys set on the base fixture
   std::vector<std::string> drop_tensors;
   std::string kind;      // "FormatError" or "Unsupported"
   std::string expected;  // in the message, after "<file>: "
+  std::string base = "tiny-llama";
+  std::map<std::string, std::vector<int64_t>> reshape;  // tensor -> new ne (same bytes)
+  std::vector<std::string> drop_keys;
 };
+
+// A case on tiny-qwen3moe.
+HostileCase moe_case(std::string label, std::map<std::string, Value> metadata,
+                     std::map<std::string, std::vector<int64_t>> reshape, std::string kind,
+                     std::string expected, std::vector<std::string> drop_keys = {},
+                     std::vector<std::string> drop_tensors = {}) {
+  return {std::move(label),    std::move(metadata), std::move(drop_tensors), std::move(kind),
+          std::move(expected), "tiny-qwen3moe",     std::move(reshape),      std::move(drop_keys)};
+}
 
 void PrintTo(const HostileCase& c, std::ostream* os) {
   *os << c.label;
@@ -201,6 +215,30 @@ std::vector<HostileCase> hostile_cases() {
        {},
        "FormatError",
        "llama.expert_used_count is 4194304, but llama.expert_count is 0"},
+      moe_case("MoeExpertsUsedAboveExpertCount", {{"qwen3moe.expert_used_count", u32(9)}}, {},
+               "FormatError", "qwen3moe.expert_used_count is 9, expected a count in 1..8"),
+      moe_case("MoeExpertsUsedZero", {{"qwen3moe.expert_used_count", u32(0)}}, {}, "FormatError",
+               "qwen3moe.expert_used_count is 0, expected a count in 1..8"),
+      moe_case("MoeExpertCountAboveCap", {{"qwen3moe.expert_count", u32(1u << 20)}}, {},
+               "FormatError", "qwen3moe.expert_count is 1048576, expected a count in 1..512"),
+      moe_case("MoeExpertCountDisagreesWithTensors", {{"qwen3moe.expert_count", u32(16)}}, {},
+               "FormatError",
+               "qwen3moe.expert_count is 16 and qwen3moe.expert_feed_forward_length is 128, but "
+               "tensor 'blk.0.ffn_up_exps.weight' has shape [256, 128, 8], expected [256, 128, "
+               "16]"),
+      moe_case("MoeExpertFeedForwardLengthMissing", {}, {}, "FormatError",
+               "missing metadata key 'qwen3moe.expert_feed_forward_length'",
+               {"qwen3moe.expert_feed_forward_length"}),
+      moe_case("MoeDownExpertsTransposed", {}, {{"blk.2.ffn_down_exps.weight", {256, 128, 8}}},
+               "FormatError",
+               "tensor 'blk.2.ffn_down_exps.weight': shape [256, 128, 8], expected [128, 256, 8]"),
+      moe_case("MoeGateExpertsFlattened", {}, {{"blk.1.ffn_gate_exps.weight", {256, 1024}}},
+               "FormatError",
+               "tensor 'blk.1.ffn_gate_exps.weight': shape [256, 1024], expected [256, 128, 8]"),
+      moe_case("MoeRouterWrongShape", {}, {{"blk.3.ffn_gate_inp.weight", {128, 16}}}, "FormatError",
+               "tensor 'blk.3.ffn_gate_inp.weight': shape [128, 16], expected [256, 8]"),
+      moe_case("MoeUpExpertsMissing", {}, {}, "FormatError",
+               "missing tensor 'blk.3.ffn_up_exps.weight'", {}, {"blk.3.ffn_up_exps.weight"}),
   };
 }
 
@@ -223,8 +261,10 @@ class HostileMetadata : public ::testing::TestWithParam<HostileCase> {
     testing::GgufEdit edit;
     edit.value_overrides = c.metadata;
     edit.drop_tensors = c.drop_tensors;
+    edit.reshape = c.reshape;
+    edit.drop_keys = c.drop_keys;
     path_ = testing::temp_path("hostile-" + c.label + ".gguf");
-    testing::rewrite_gguf(testing::fixtures_dir() / "tiny-llama.gguf", path_, edit);
+    testing::rewrite_gguf(testing::fixtures_dir() / (c.base + ".gguf"), path_, edit);
     return path_;
   }
   std::filesystem::path path_;
@@ -241,11 +281,13 @@ TEST_P(HostileMetadata, FailsAtLoadNamingFileKeyAndExpectationInBoundedMemory) {
 INSTANTIATE_TEST_SUITE_P(Counts, HostileMetadata, ::testing::ValuesIn(hostile_cases()),
                          [](const auto& info) { return info.param.label; });
 
-TEST(HostileMetadataCap, TheUneditedModelLoadsUnderTheSameCap) {
-  const auto outcome = testing::run_with_memory_cap(
-      kHeadroom, [] { return load_outcome(testing::fixtures_dir() / "tiny-llama.gguf"); });
-  ASSERT_TRUE(outcome.finished);
-  EXPECT_EQ(outcome.text, "loaded");
+TEST(HostileMetadataCap, TheUneditedModelsLoadUnderTheSameCap) {
+  for (const char* base : {"tiny-llama.gguf", "tiny-qwen3moe.gguf"}) {
+    const auto outcome = testing::run_with_memory_cap(
+        kHeadroom, [&] { return load_outcome(testing::fixtures_dir() / base); });
+    ASSERT_TRUE(outcome.finished) << base;
+    EXPECT_EQ(outcome.text, "loaded") << base;
+  }
 }
 
 TEST(HostileMetadataCap, AnAllocationPastTheCapFails) {

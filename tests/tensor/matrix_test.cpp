@@ -1,5 +1,5 @@
-// Matrix::from shape/type checks, and decoding the quantized fixtures against the F32 weights
-// they were made from.
+// Matrix::from and Matrix::slice_of shape/type checks, and decoding the quantized fixtures against
+// the F32 weights they were made from.
 #include "tensor/matrix.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -66,6 +67,43 @@ TEST(Matrix, RankThreeIsFormatErrorNamingTensor) {
     EXPECT_NE(std::string(e.what()).find("blk.0.ffn_gate_exps.weight"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("[8, 4, 2]"), std::string::npos) << e.what();
   }
+}
+
+TEST(Matrix, SliceOfThreeDimensionalTensorIsThatMatrix) {
+  std::vector<uint8_t> bytes(64 * 3 * 34 / 32 * 4);  // 4 Q8_0 matrices [64, 3]
+  const auto t =
+      info("blk.0.ffn_up_exps.weight", {64, 3, 4}, TensorType::Q8_0, bytes.data(), bytes.size());
+  for (int64_t index = 0; index < 4; ++index) {
+    const auto m = Matrix::slice_of(t, index);
+    EXPECT_EQ(m.rows, 3);
+    EXPECT_EQ(m.cols, 64);
+    EXPECT_EQ(m.row_bytes, 68u);
+    EXPECT_EQ(m.row(0), bytes.data() + index * 3 * 68);
+  }
+}
+
+TEST(Matrix, SliceOutsideTheTensorOrOfAMatrixIsFormatErrorNamingTensor) {
+  std::vector<uint8_t> bytes(8 * 4 * 2 * 4);
+  const auto experts =
+      info("blk.1.ffn_down_exps.weight", {8, 4, 2}, TensorType::F32, bytes.data(), bytes.size());
+  const auto matrix =
+      info("blk.1.ffn_down.weight", {8, 8}, TensorType::F32, bytes.data(), bytes.size());
+  const auto short_data = info("blk.1.ffn_gate_exps.weight", {8, 4, 2}, TensorType::F32,
+                               bytes.data(), bytes.size() / 2);
+  for (const auto& [t, index, expected] :
+       {std::tuple{experts, int64_t{2}, "has no matrix 2"},
+        std::tuple{experts, int64_t{-1}, "has no matrix -1"},
+        std::tuple{matrix, int64_t{0}, "expected 3 dimensions"},
+        std::tuple{short_data, int64_t{1}, "exceed its 128 data bytes"}}) {
+    try {
+      (void)Matrix::slice_of(t, index);
+      FAIL() << "expected FormatError for " << t.name << " " << index;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(t.name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW((void)Matrix::slice_of(short_data, 0));
 }
 
 TEST(Matrix, TypeWithoutDecoderIsUnsupportedNamingTensorAndType) {

@@ -59,9 +59,11 @@ struct DecoderWorkspace final : Workspace {
         up(max_rows * hp.n_ff),
         rope(max_rows * hp.n_rot),
         rope_swa(hp.rope_base_swa > 0 ? max_rows * hp.n_rot : 0),
-        out_hidden(max_rows * hp.n_embd) {}
+        out_hidden(max_rows * hp.n_embd) {
+    if (hp.n_expert > 0) moe.emplace(hp, max_rows);
+  }
   int64_t bytes() const override {
-    int64_t n = 0;
+    int64_t n = moe ? moe->bytes() : 0;
     for (const auto* buffer :
          {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &rope_swa, &out_hidden}) {
       n += static_cast<int64_t>(buffer->capacity() * sizeof(float));
@@ -76,12 +78,14 @@ struct DecoderWorkspace final : Workspace {
   std::vector<float> rope;        // [max_rows, n_rot/2, 2]
   std::vector<float> rope_swa;    // the same with the sliding-window layers' base, if their own
   std::vector<float> out_hidden;  // [max_rows, n_embd] normed rows whose logits are wanted
+  std::optional<MoeScratch> moe;  // mixture-of-experts models only
 };
 
 }  // namespace
 
 Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options)
     : file_(std::move(file)), hp_(std::move(hparams)), options_(options) {
+  AUGUR_CHECK(options_.moe == (hp_.n_expert > 0), "expert counts read for MoE decoders only");
   const gguf::File& f = *file_;
   const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
   token_embd_ = load_matrix(f, "token_embd.weight", n_embd, hp_.n_vocab);
@@ -115,9 +119,13 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
       l.post_ffn_norm = load_vector(f, name("post_ffw_norm.weight"), n_embd);
     }
     l.ffn_norm = load_vector(f, name("ffn_norm.weight"), n_embd);
-    l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
-    l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
-    l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+    if (options_.moe) {
+      l.moe = load_moe_weights(f, layer, hp_);
+    } else {
+      l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
+      l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
+      l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+    }
   }
 }
 
@@ -238,14 +246,18 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.ffn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
-    kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
-    kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
-    if (options_.ffn_activation == FfnActivation::kGeluTanh) {
-      gelu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+    if (l.moe) {
+      moe_ffn(*l.moe, ws.xn.data(), M, ws.xn.data(), *ws.moe, pool);
     } else {
-      silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+      kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
+      kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
+      if (options_.ffn_activation == FfnActivation::kGeluTanh) {
+        gelu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+      } else {
+        silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
+      }
+      kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
     }
-    kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
     add_block_output(l.post_ffn_norm, ws.xn.data(), ws.x.data(), M);
   }
   // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.

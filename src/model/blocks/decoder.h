@@ -4,6 +4,7 @@
 // with options for what gemma3 adds: scaled embeddings, post-norms of each block's output
 // (h = x + n(Attn(..))), a GELU FFN, and sliding-window layers (HParams::swa_layers) whose
 // attention sees only the last `sliding_window` rows and uses their own RoPE base.
+// (qwen3moe: x' = h + MoE(n(h)), the mixture of experts of moe.h.)
 // Architecture files read their metadata into HParams + DecoderOptions and hand over here;
 // the weights are typed views into the GGUF mapping the model owns.
 #pragma once
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "model/blocks/moe.h"
 #include "model/model.h"
 #include "tensor/matrix.h"
 
@@ -30,6 +32,7 @@ struct DecoderOptions {
   bool post_norms = false;   // RMSNorm of the attention and FFN outputs before the residual add
   bool scale_embeddings = false;  // token embeddings times sqrt(n_embd) (gemma)
   FfnActivation ffn_activation = FfnActivation::kSilu;
+  bool moe = false;  // the FFN is a mixture of experts (blocks/moe.h; qwen3moe)
 };
 
 struct DecoderLayer {
@@ -40,7 +43,8 @@ struct DecoderLayer {
   std::vector<float> post_attn_norm;    // [n_embd], empty unless post_norms
   std::vector<float> ffn_norm;          // [n_embd]
   std::vector<float> post_ffn_norm;     // [n_embd], empty unless post_norms
-  tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
+  tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]; unset with moe
+  std::optional<MoeWeights> moe;        // replaces the dense FFN when options.moe
 };
 
 class Decoder final : public Model {
@@ -72,7 +76,11 @@ class Decoder final : public Model {
 // Reads the hyper-parameters every decoder shares from `<arch>.*` keys (decoder_hparams.cpp).
 // Every count is checked against sane limits and against the tensors the file holds, before
 // anything is sized by it: FormatError names the file, the key and what was expected;
-// Unsupported names what this build cannot run (mixture of experts, rope scaling).
-[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
+// Unsupported names what this build cannot run (rope scaling; experts in a dense architecture).
+// `moe`: the architecture's FFN is a mixture of experts, so expert_count (1..512),
+// expert_used_count (1..expert_count) and expert_feed_forward_length are required and checked
+// against blk.0.ffn_up_exps; otherwise expert counts must be absent or 0.
+[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
+                                           bool moe = false);
 
 }  // namespace augur::model::blocks

@@ -2,7 +2,8 @@
 // sized by it. A count in a GGUF header is only a claim; the tensors are what the file really
 // holds. So each count gets a sane range and is then compared with the tensors it describes:
 // block_count with the blk.N tensors, embedding_length with token_embd, head counts with
-// blk.0.attn_q/attn_k, feed_forward_length with blk.0.ffn_up. A hostile file (block_count 2^31)
+// blk.0.attn_q/attn_k, feed_forward_length with blk.0.ffn_up (the expert counts of a
+// mixture-of-experts architecture with blk.0.ffn_up_exps). A hostile file (block_count 2^31)
 // then fails here, naming the file, the key and the expectation, instead of in an allocation.
 #include <fmt/format.h>
 
@@ -24,6 +25,8 @@ namespace {
 constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
 // blk.N with more digits than this is not a block index we could ever load.
 constexpr size_t kMaxBlockDigits = 9;
+// Experts per MoE layer, as llama.cpp's LLAMA_MAX_EXPERTS: no model it runs has more.
+constexpr int64_t kMaxExperts = 512;
 
 std::string shape_string(const std::vector<int64_t>& ne) {
   return fmt::format("[{}]", fmt::join(ne, ", "));
@@ -79,17 +82,17 @@ class MetadataReader {
     throw FormatError(fmt::format("{}: {}", file_.path(), what));
   }
 
-  // A count in 1..kMaxCount; `fallback` when the key is absent (an error when there is none).
-  int64_t count(std::string_view suffix, std::optional<int64_t> fallback = std::nullopt) const {
+  // A count in 1..max; `fallback` when the key is absent (an error when there is none).
+  int64_t count(std::string_view suffix, std::optional<int64_t> fallback = std::nullopt,
+                int64_t max = kMaxCount) const {
     const gguf::Value* v = find(suffix);
     if (!v) {
       if (fallback) return *fallback;
       fail(fmt::format("missing metadata key '{}'", key(suffix)));
     }
     const auto n = exact_int(*v);
-    if (!n || *n < 1 || *n > kMaxCount) {
-      fail(fmt::format("{} is {}, expected a count in 1..{}", key(suffix), value_text(*v),
-                       kMaxCount));
+    if (!n || *n < 1 || *n > max) {
+      fail(fmt::format("{} is {}, expected a count in 1..{}", key(suffix), value_text(*v), max));
     }
     return *n;
   }
@@ -202,7 +205,7 @@ void read_heads(const MetadataReader& md, HParams& hp) {
   }
 }
 
-// This decoder has one dense FFN per block: expert counts must be absent or 0.
+// A dense architecture has one FFN per block: expert counts must be absent or 0.
 void reject_experts(const MetadataReader& md) {
   const auto experts = md.count_or_zero("expert_count");
   const auto used = md.count_or_zero("expert_used_count");
@@ -216,13 +219,29 @@ void reject_experts(const MetadataReader& md) {
   }
 }
 
+// A mixture-of-experts architecture: the expert counts, against blk.0's up-projection experts
+// [n_embd, n_ff_exp, n_expert]. Every layer's expert tensors are checked where they are loaded.
+void read_experts(const MetadataReader& md, HParams& hp) {
+  hp.n_expert = md.count("expert_count", std::nullopt, kMaxExperts);
+  hp.n_expert_used = md.count("expert_used_count", std::nullopt, hp.n_expert);
+  hp.n_ff_exp = md.count("expert_feed_forward_length");
+  const auto& up = md.file().tensor("blk.0.ffn_up_exps.weight");
+  if (up.ne != std::vector<int64_t>{hp.n_embd, hp.n_ff_exp, hp.n_expert}) {
+    md.fail(fmt::format(
+        "{} is {} and {} is {}, but tensor '{}' has shape {}, expected [{}, {}, {}]",
+        md.key("expert_count"), hp.n_expert, md.key("expert_feed_forward_length"), hp.n_ff_exp,
+        up.name, shape_string(up.ne), hp.n_embd, hp.n_ff_exp, hp.n_expert));
+  }
+  hp.n_ff = 0;  // feed_forward_length, if present, sizes no tensor of a MoE block
+}
+
 }  // namespace
 
-HParams read_decoder_hparams(const gguf::File& file, const std::string& arch) {
+HParams read_decoder_hparams(const gguf::File& file, const std::string& arch, bool moe) {
   const MetadataReader md(file, arch);
   HParams hp;
   hp.arch = arch;
-  reject_experts(md);
+  if (!moe) reject_experts(md);
 
   hp.n_embd = md.count("embedding_length");
   const auto& embd = md.matrix("token_embd.weight");
@@ -240,12 +259,16 @@ HParams read_decoder_hparams(const gguf::File& file, const std::string& arch) {
   hp.n_layer = read_block_count(md);
   read_heads(md, hp);
 
-  hp.n_ff = md.count("feed_forward_length");
-  const auto& up = md.matrix("blk.0.ffn_up.weight");
-  if (up.ne[1] != hp.n_ff) {
-    md.fail(fmt::format("{} is {}, but tensor '{}' has shape {}, expected [{}, {}]",
-                        md.key("feed_forward_length"), hp.n_ff, up.name, shape_string(up.ne),
-                        hp.n_embd, hp.n_ff));
+  if (moe) {
+    read_experts(md, hp);
+  } else {
+    hp.n_ff = md.count("feed_forward_length");
+    const auto& up = md.matrix("blk.0.ffn_up.weight");
+    if (up.ne[1] != hp.n_ff) {
+      md.fail(fmt::format("{} is {}, but tensor '{}' has shape {}, expected [{}, {}]",
+                          md.key("feed_forward_length"), hp.n_ff, up.name, shape_string(up.ne),
+                          hp.n_embd, hp.n_ff));
+    }
   }
   hp.n_ctx_train = md.count("context_length");
 
