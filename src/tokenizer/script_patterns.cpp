@@ -167,13 +167,23 @@ void ascii_digit_triples(Fragment& f) {
   });
 }
 
-// \d{1,3}(?=(?:\d{3})*\b): a digit run that ends at a word boundary is cut into groups of
-// three counted from its end; a run followed by a letter or '_' has no match at all.
+// \d{1,3}(?=(?:\d{3})*\b) as libstdc++'s std::regex runs it: the lookahead is a sub-match that
+// begins where it starts, and a \b right there sees the character before it only if the search
+// did not start exactly there (match_prev_avail). So at a fragment's first codepoint a digit
+// directly ahead counts as a boundary ("123 " gives "12", "3"); elsewhere \b is the ordinary
+// one and a run is cut into threes counted from its end, if it ends at a non-word character.
 void digits_grouped_from_right(Fragment& f) {
+  const auto word = [&](size_t p) { return f.inside(p) && is_word_char(f.cpt(p)); };
   split_matches(f, [&](size_t pos) -> Match {
     const size_t n = f.run(pos, [&](size_t p) { return f.ascii_digit(p); });
-    if (n == 0 || is_word_char(f.cpt(pos + n))) return std::nullopt;
-    return n % 3 == 0 ? 3 : n % 3;
+    for (size_t k = std::min<size_t>(3, n); k >= 1; --k) {
+      const size_t ahead = pos + k;  // where the lookahead starts
+      for (size_t triples = (n - k) / 3 + 1; triples-- > 0;) {
+        const bool left_is_word = triples > 0 || pos > f.begin();  // a digit, when seen
+        if (left_is_word != word(ahead + 3 * triples)) return k;
+      }
+    }
+    return std::nullopt;
   });
 }
 

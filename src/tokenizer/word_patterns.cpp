@@ -62,6 +62,7 @@ struct WordRules {
   size_t max_digits = 3;            // \p{N}{1,max}; kAny: \p{N}+
   bool punct_takes_marks = true;    // [^\s\p{L}\p{N}]; qwen35 leaves \p{M} out
   size_t punct_newlines = kAny;     // [\r\n]* after punctuation, [\r\n]? (1) or none (0)
+  bool slash_after_punct = false;   // that class is [\r\n/]: a '/' after the newlines joins too
   Spaces spaces = Spaces::Standard;
 };
 
@@ -170,7 +171,10 @@ void split_words(Fragment& f, const WordRules& rules) {
     const size_t body = pos + (f.cpt(pos) == ' ' ? 1 : 0);
     if (punct(body)) {
       size_t end = body + f.run(body, punct);
-      end += std::min(rules.punct_newlines, f.run(end, [&](size_t p) { return f.newline(p); }));
+      const size_t n_after = f.run(end, [&](size_t p) {
+        return f.newline(p) || (rules.slash_after_punct && f.cpt(p) == '/');
+      });
+      end += std::min(rules.punct_newlines, n_after);
       return end - pos;
     }
     if (const size_t n = spaces_at(f, pos, rules.spaces)) return n;
@@ -219,28 +223,43 @@ void ufakzeka_words(Fragment& f) {
 }
 void exaone_moe_words(Fragment& f) {
   // Its \s*[\r\n] backtracks to the last newline of the run, exactly as \s*[\r\n]+ does.
-  split_words(f, {.shape = Shape::SpacedLetters, .max_digits = 1, .punct_newlines = 1});
+  split_words(f, {.shape = Shape::SpacedLetters,
+                  .max_digits = 1,
+                  .punct_newlines = 1,
+                  .slash_after_punct = true});
 }
+// The Tekken family's punctuation takes [\r\n/]* after it.
 void tekken_words(Fragment& f) {
-  split_words(f, {.shape = Shape::Cased, .contraction_first = false, .max_digits = 1});
+  split_words(f, {.shape = Shape::Cased,
+                  .contraction_first = false,
+                  .max_digits = 1,
+                  .slash_after_punct = true});
 }
 void gpt4o_words(Fragment& f) {
-  split_words(f, {.shape = Shape::Cased, .contraction_first = false, .contraction_suffix = true});
+  split_words(f, {.shape = Shape::Cased,
+                  .contraction_first = false,
+                  .contraction_suffix = true,
+                  .slash_after_punct = true});
 }
 void granite_multi_words(Fragment& f) {
-  split_words(f,
-              {.shape = Shape::CasedMarks, .contraction_first = false, .contraction_suffix = true});
+  split_words(f, {.shape = Shape::CasedMarks,
+                  .contraction_first = false,
+                  .contraction_suffix = true,
+                  .slash_after_punct = true});
 }
 // youtu and tiny_aya write \p{Lu}, \p{Ll}, ... which llama.cpp collapses to \p{L}: no case split.
 void youtu_words(Fragment& f) {
   split_words(f, {.shape = Shape::LettersMarks,
                   .contraction_first = false,
                   .contraction_suffix = true,
-                  .max_digits = 1});
+                  .max_digits = 1,
+                  .slash_after_punct = true});
 }
 void tiny_aya_words(Fragment& f) {
-  split_words(
-      f, {.shape = Shape::LettersMarks, .contraction_first = false, .contraction_suffix = true});
+  split_words(f, {.shape = Shape::LettersMarks,
+                  .contraction_first = false,
+                  .contraction_suffix = true,
+                  .slash_after_punct = true});
 }
 void kimi_k2_words(Fragment& f) {
   split_words(
