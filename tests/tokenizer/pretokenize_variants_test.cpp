@@ -157,6 +157,8 @@ TEST(PretokenizeVariants, AfmoeGroupsDigitsFromTheLeftRemainderAndSplitsScripts)
 TEST(PretokenizeVariants, LagunaSplitsAtNewlineRunsFirst) {
   EXPECT_EQ(pretokenize("a.\n", P::Laguna), (Words{"a", ".", "\n"}));
   EXPECT_EQ(pretokenize("a.\n", P::Qwen2), (Words{"a", ".\n"}));
+  EXPECT_EQ(pretokenize("a.\r\rb", P::Laguna), (Words{"a", ".\r\r", "b"}));
+  EXPECT_EQ(pretokenize("a.\r\rb", P::SeedCoder), (Words{"a", ".", "\r\r", "b"}));
 }
 
 }  // namespace
