@@ -128,6 +128,8 @@ std::string_view unsupported_model_kind(std::string_view model) {
   if (model == "rwkv") return " (RWKV's greedy trie tokenizer)";
   if (model == "plamo2") return " (PLaMo-2's Aho-Corasick tokenizer)";
   if (model == "gemma4") return " (SentencePiece-style BPE on raw UTF-8)";
+  if (model == "whitespace") return " (whitespace-split BPE on raw UTF-8)";
+  if (model == "hybriddna") return " (BPE with DNA k-mer tokens)";
   if (model == "none" || model == "no_vocab") return " (no vocabulary)";
   return "";
 }
