@@ -116,11 +116,15 @@ void deepseek_latin_words(Fragment& f) {
 void deepseek_punctuation(Fragment& f) {
   spaced_runs(f, [&](size_t p) { return in_ranges(f.wide(p), kDeepseekPunctuation); });
 }
+// \s+$: only a whitespace run that reaches the fragment's end matches (no match starts inside
+// an earlier run, so each run is looked at once).
 void trailing_whitespace(Fragment& f) {
-  split_matches(f, [&](size_t pos) -> Match {
+  for (size_t pos = f.begin(); pos < f.end();) {
     const size_t n = f.run(pos, [&](size_t p) { return f.whitespace(p); });
-    return n > 0 && pos + n == f.end() ? Match(n) : std::nullopt;
-  });
+    if (n > 0 && pos + n == f.end()) f.cut(pos);
+    pos += n > 0 ? n : 1;
+  }
+  f.cut(f.end());
 }
 void deepseek_cjk(Fragment& f) {
   range_runs(f, kDeepseekCjk);
@@ -158,12 +162,16 @@ void each_number(Fragment& f) {
 }
 void number_triples(Fragment& f) {
   split_matches(f, [&](size_t pos) -> Match {
-    return std::min<size_t>(3, f.run(pos, [&](size_t p) { return f.number(p); }));
+    return f.run(
+        pos, [&](size_t p) { return f.number(p); }, 3);
   });
 }
 void ascii_digit_triples(Fragment& f) {
   split_matches(f, [&](size_t pos) -> Match {
-    return f.run(pos, [&](size_t p) { return f.ascii_digit(p); }) >= 3 ? Match(3) : std::nullopt;
+    return f.run(
+               pos, [&](size_t p) { return f.ascii_digit(p); }, 3) == 3
+               ? Match(3)
+               : std::nullopt;
   });
 }
 
@@ -174,14 +182,20 @@ void ascii_digit_triples(Fragment& f) {
 // one and a run is cut into threes counted from its end, if it ends at a non-word character.
 void digits_grouped_from_right(Fragment& f) {
   const auto word = [&](size_t p) { return f.inside(p) && is_word_char(f.cpt(p)); };
+  size_t run_end = 0;  // end of the digit run `pos` is in, found once per run
   split_matches(f, [&](size_t pos) -> Match {
-    const size_t n = f.run(pos, [&](size_t p) { return f.ascii_digit(p); });
+    if (!f.ascii_digit(pos)) return std::nullopt;
+    if (pos >= run_end) run_end = pos + f.run(pos, [&](size_t p) { return f.ascii_digit(p); });
+    const size_t n = run_end - pos;
     for (size_t k = std::min<size_t>(3, n); k >= 1; --k) {
-      const size_t ahead = pos + k;  // where the lookahead starts
-      for (size_t triples = (n - k) / 3 + 1; triples-- > 0;) {
-        const bool left_is_word = triples > 0 || pos > f.begin();  // a digit, when seen
-        if (left_is_word != word(ahead + 3 * triples)) return k;
-      }
+      // (?:\d{3})* tries the most triples first; with one or more, \b can only hold at the
+      // run's end, after a digit.
+      if (n - k >= 3 && (n - k) % 3 == 0 && !word(run_end)) return k;
+      // With none, \b is right where the lookahead starts: a digit before it (if seen) and
+      // the next digit, or whatever follows the run.
+      const bool left_is_word = pos > f.begin();
+      const bool right_is_word = k < n || word(run_end);
+      if (left_is_word != right_is_word) return k;
     }
     return std::nullopt;
   });

@@ -59,11 +59,12 @@ class Fragment {
     return c > 0x7F && c != kOutOfRange && whitespace(pos) ? 0x0B : c;
   }
 
-  // Codepoints from `pos` while `in_class` holds.
+  // Codepoints from `pos` while `in_class` holds, at most `limit` (a bounded quantifier must not
+  // count a whole long run at each of its matches).
   template <class Pred>
-  size_t run(size_t pos, Pred in_class) const {
+  size_t run(size_t pos, Pred in_class, size_t limit = SIZE_MAX) const {
     size_t n = 0;
-    while (inside(pos + n) && in_class(pos + n)) ++n;
+    while (n < limit && inside(pos + n) && in_class(pos + n)) ++n;
     return n;
   }
 

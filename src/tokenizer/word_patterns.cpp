@@ -131,18 +131,29 @@ size_t word_at(const Fragment& f, size_t pos, const WordRules& rules) {
   return n;
 }
 
-size_t spaces_at(const Fragment& f, size_t pos, Spaces spaces) {
+// The whitespace run a position is in, remembered so that cutting a long run into many words
+// (jais-2's powers of two) scans it once.
+struct SpaceRun {
+  size_t end = 0;                 // one past the run
+  size_t after_last_newline = 0;  // one past its last \r or \n, 0 if none
+};
+
+size_t spaces_at(const Fragment& f, size_t pos, Spaces spaces, SpaceRun& run) {
   if (spaces == Spaces::NewlineAlone && f.newline(pos)) return 1;
-  const size_t n = f.run(pos, [&](size_t p) { return f.whitespace(p); });
-  if (n == 0) return 0;
-  if (spaces != Spaces::NewlineAlone) {
-    size_t after_last_newline = 0;  // \s*[\r\n]+ backtracks to the run's last newline
-    for (size_t k = 0; k < n; ++k) {
-      if (f.newline(pos + k)) after_last_newline = k + 1;
+  if (!f.whitespace(pos)) return 0;
+  if (pos >= run.end) {
+    run.end = pos + f.run(pos, [&](size_t p) { return f.whitespace(p); });
+    run.after_last_newline = 0;
+    for (size_t p = pos; p < run.end; ++p) {
+      if (f.newline(p)) run.after_last_newline = p + 1;
     }
-    if (after_last_newline > 0) return after_last_newline;
   }
-  const bool at_end = !f.inside(pos + n);  // (?!\S) holds after the whole run only here
+  const size_t n = run.end - pos;
+  // \s*[\r\n]+ backtracks to the run's last newline.
+  if (spaces != Spaces::NewlineAlone && run.after_last_newline > pos) {
+    return run.after_last_newline - pos;
+  }
+  const bool at_end = !f.inside(run.end);  // (?!\S) holds after the whole run only here
   if (spaces == Spaces::PowersOfTwo) {
     for (size_t k = 512; k >= 4; k /= 2) {
       if (k < n || (k == n && at_end)) return k;
@@ -156,6 +167,7 @@ void split_words(Fragment& f, const WordRules& rules) {
   const auto punct = [&](size_t p) {
     return f.other(p) && (rules.punct_takes_marks || !f.mark(p));
   };
+  SpaceRun space_run;
   split_matches(f, [&](size_t pos) -> Match {
     if (rules.shape == Shape::NonHanLetters && is_han(f.cpt(pos))) {
       return f.run(pos, [&](size_t p) { return is_han(f.cpt(p)); });
@@ -164,10 +176,9 @@ void split_words(Fragment& f, const WordRules& rules) {
       if (const size_t n = contraction_at(f, pos, /*fold=*/true)) return n;
     }
     if (const size_t n = word_at(f, pos, rules)) return n;
-    if (f.number(pos)) {
-      const size_t n = f.run(pos, [&](size_t p) { return f.number(p); });
-      return std::min(n, rules.max_digits);
-    }
+    if (f.number(pos))
+      return f.run(
+          pos, [&](size_t p) { return f.number(p); }, rules.max_digits);
     const size_t body = pos + (f.cpt(pos) == ' ' ? 1 : 0);
     if (punct(body)) {
       size_t end = body + f.run(body, punct);
@@ -177,7 +188,7 @@ void split_words(Fragment& f, const WordRules& rules) {
       end += std::min(rules.punct_newlines, n_after);
       return end - pos;
     }
-    if (const size_t n = spaces_at(f, pos, rules.spaces)) return n;
+    if (const size_t n = spaces_at(f, pos, rules.spaces, space_run)) return n;
     return std::nullopt;
   });
 }
@@ -284,6 +295,7 @@ void split_deepseek3(Fragment& f, size_t punct_newlines, Spaces spaces) {
   const auto lead = [&](size_t p) {
     return f.inside(p) && !f.newline(p) && !f.letter(p) && !punct_or_symbol(p);
   };
+  SpaceRun space_run;
   split_matches(f, [&](size_t pos) -> Match {
     if (ascii_punct(f.cpt(pos))) {
       if (const size_t n = f.run(pos + 1, [&](size_t p) { return ascii_letter(f.cpt(p)); })) {
@@ -300,7 +312,7 @@ void split_deepseek3(Fragment& f, size_t punct_newlines, Spaces spaces) {
       end += std::min(punct_newlines, f.run(end, [&](size_t p) { return f.newline(p); }));
       return end - pos;
     }
-    if (const size_t n = spaces_at(f, pos, spaces)) return n;
+    if (const size_t n = spaces_at(f, pos, spaces, space_run)) return n;
     return std::nullopt;  // e.g. a control character: it joins the text up to the next match
   });
 }
