@@ -102,13 +102,17 @@ class WordMerger {
 
 }  // namespace
 
-std::unique_ptr<BpeMerges> BpeMerges::load(const gguf::File& file) {
+std::unique_ptr<BpeMerges> BpeMerges::load(const gguf::File& file, bool required) {
+  std::unique_ptr<BpeMerges> merges(new BpeMerges());
   if (!file.has("tokenizer.ggml.merges")) {
+    if (!required) {
+      merges->ranks_.reset(&merges->arena_, 0);
+      return merges;
+    }
     throw FormatError(fmt::format(
         "{}: tokenizer.ggml.merges is missing; a gpt2 (BPE) tokenizer needs it", file.path()));
   }
   const auto entries = file.get_string_array("tokenizer.ggml.merges");
-  std::unique_ptr<BpeMerges> merges(new BpeMerges());
   size_t total = 0;
   for (const auto entry : entries) total += entry.size();
   if (total > UINT32_MAX) {

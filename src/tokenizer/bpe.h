@@ -18,8 +18,9 @@ namespace augur::tokenizer {
 
 class BpeMerges {
  public:
-  // Reads tokenizer.ggml.merges ("left right" per entry, rank = index); FormatError if absent.
-  static std::unique_ptr<BpeMerges> load(const gguf::File& file);
+  // Reads tokenizer.ggml.merges ("left right" per entry, rank = index). When absent: FormatError
+  // if `required`, else no merges (llama.cpp lets kimi-k2 go without them).
+  static std::unique_ptr<BpeMerges> load(const gguf::File& file, bool required = true);
   BpeMerges(const BpeMerges&) = delete;  // ranks_ indexes arena_
   BpeMerges& operator=(const BpeMerges&) = delete;
 

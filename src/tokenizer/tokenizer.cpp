@@ -147,7 +147,9 @@ Tokenizer::~Tokenizer() = default;
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
   auto vocab = load_vocab(file);
   std::unique_ptr<BpeMerges> merges;
-  if (vocab->kind == VocabKind::Bpe) merges = BpeMerges::load(file);
+  if (vocab->kind == VocabKind::Bpe) {
+    merges = BpeMerges::load(file, /*required=*/vocab->pre != PreTokenizer::KimiK2);
+  }
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(vocab), std::move(merges)));
 }
 

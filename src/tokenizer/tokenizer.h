@@ -1,8 +1,8 @@
 // The tokenizer built from a GGUF file's `tokenizer.ggml.*` metadata, reproducing llama.cpp's
-// llama_vocab: SPM ("llama") and byte-level BPE ("gpt2" with the llama-bpe / qwen2 / gpt-2 /
-// default pre-tokenizers), special-token parsing, byte fallback, BOS/EOS, detokenizing, and a
-// streaming decoder that never splits a UTF-8 character. Works on vocab-only GGUFs.
-// Chat templates are not handled here.
+// llama_vocab: SPM ("llama") and byte-level BPE ("gpt2", with every byte-level pre-tokenizer
+// llama.cpp names: pre_specs.cpp), special-token parsing, byte fallback, BOS/EOS, detokenizing, and
+// a streaming decoder that never splits a UTF-8 character. Works on vocab-only GGUFs. Chat
+// templates are not handled here.
 //
 // Thread safety: a loaded Tokenizer is immutable; encode/decode may run concurrently.
 #pragma once

@@ -138,6 +138,13 @@ CodepointClass classify(uint32_t cpt) {
     case U_INITIAL_PUNCTUATION:
     case U_FINAL_PUNCTUATION:
     case U_OTHER_PUNCTUATION: cls.punctuation = true; break;
+    case U_NON_SPACING_MARK:
+    case U_ENCLOSING_MARK:
+    case U_COMBINING_SPACING_MARK: cls.mark = true; break;
+    case U_MATH_SYMBOL:
+    case U_CURRENCY_SYMBOL:
+    case U_MODIFIER_SYMBOL:
+    case U_OTHER_SYMBOL: cls.symbol = true; break;
     default: break;
   }
   cls.whitespace = u_isUWhiteSpace(c);

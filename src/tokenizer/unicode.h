@@ -27,12 +27,15 @@ std::vector<uint32_t> decode_utf8(std::string_view text);
 uint32_t next_codepoint(std::string_view text, size_t& pos);
 void append_utf8(uint32_t cpt, std::string& out);
 
-// The classes the pre-tokenizer patterns use: \p{L}, \p{N}, \p{P} and \s (the White_Space
-// property, the same set llama.cpp's generated tables hold).
+// The classes the pre-tokenizer patterns use: \p{L}, \p{N}, \p{P}, \p{M}, \p{S} (Unicode
+// general categories, one per codepoint) and \s (the White_Space property, the same set
+// llama.cpp's generated tables hold).
 struct CodepointClass {
   bool letter = false;
   bool number = false;
   bool punctuation = false;
+  bool mark = false;
+  bool symbol = false;
   bool whitespace = false;
 };
 CodepointClass classify(uint32_t cpt);

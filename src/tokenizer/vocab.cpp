@@ -6,38 +6,12 @@
 #include <array>
 
 #include "common/error.h"
+#include "tokenizer/pre_specs.h"
 #include "tokenizer/unicode.h"
 
 namespace augur::tokenizer {
 
 namespace {
-
-// How llama.cpp configures a BPE vocabulary for each `tokenizer.ggml.pre` value we support
-// (llama_vocab::impl::load). Aliases are listed only where llama.cpp treats them identically.
-struct PreSpec {
-  std::string_view name;
-  PreTokenizer pre;
-  bool clean_spaces;
-  bool ignore_merges;
-  bool add_bos;
-};
-
-constexpr std::array kPreSpecs = {
-    PreSpec{"default", PreTokenizer::Default, true, false, false},
-    PreSpec{"gpt-2", PreTokenizer::Gpt2, true, false, false},
-    PreSpec{"phi-2", PreTokenizer::Gpt2, true, false, false},
-    PreSpec{"llama-bpe", PreTokenizer::Llama3, true, true, true},
-    PreSpec{"llama3", PreTokenizer::Llama3, true, true, true},
-    PreSpec{"llama-v3", PreTokenizer::Llama3, true, true, true},
-    PreSpec{"qwen2", PreTokenizer::Qwen2, false, false, false},
-    PreSpec{"deepseek-r1-qwen", PreTokenizer::Qwen2, false, false, false},
-};
-
-std::string supported_pre_names() {
-  std::string names;
-  for (const auto& spec : kPreSpecs) names += (names.empty() ? "" : ", ") + std::string(spec.name);
-  return names;
-}
 
 // Texts llama.cpp treats as end of generation (and forces to Control), wherever they sit.
 constexpr std::array<std::string_view, 22> kEogTexts = {
@@ -147,6 +121,19 @@ void read_tokens(const gguf::File& file, Vocab& vocab) {
   for (int32_t id = 0; id < n_vocab; ++id) vocab.attrs[id] = attr_of(vocab.types[id]);
 }
 
+// What llama.cpp calls the vocabulary types augur does not implement, for the error message.
+std::string_view unsupported_model_kind(std::string_view model) {
+  if (model == "t5") return " (UGM, T5's unigram tokenizer)";
+  if (model == "bert") return " (WPM, BERT's WordPiece)";
+  if (model == "rwkv") return " (RWKV's greedy trie tokenizer)";
+  if (model == "plamo2") return " (PLaMo-2's Aho-Corasick tokenizer)";
+  if (model == "gemma4") return " (SentencePiece-style BPE on raw UTF-8)";
+  if (model == "whitespace") return " (whitespace-split BPE on raw UTF-8)";
+  if (model == "hybriddna") return " (BPE with DNA k-mer tokens)";
+  if (model == "none" || model == "no_vocab") return " (no vocabulary)";
+  return "";
+}
+
 void resolve_kind(const gguf::File& file, Vocab& vocab) {
   const std::string_view model = file.get_string("tokenizer.ggml.model");
   const std::string_view pre = file.get_string_opt("tokenizer.ggml.pre").value_or("");
@@ -159,21 +146,22 @@ void resolve_kind(const gguf::File& file, Vocab& vocab) {
     return;  // SPM has no pre-tokenizer; llama.cpp ignores .pre here
   }
   if (model != "gpt2") {
-    throw Unsupported(fmt::format(
-        "{}: tokenizer.ggml.model '{}' is not supported; supported: llama (SPM), gpt2 (BPE)",
-        file.path(), model));
+    throw Unsupported(
+        fmt::format("{}: tokenizer.ggml.model '{}'{} is not supported; supported: llama (SPM), "
+                    "gpt2 (BPE)",
+                    file.path(), model, unsupported_model_kind(model)));
   }
   vocab.kind = VocabKind::Bpe;
   vocab.add_space_prefix = false;
   // A missing .pre makes llama.cpp fall back to its default pre-tokenizer (with a warning).
   const std::string_view name = pre.empty() ? std::string_view("default") : pre;
-  const auto spec = std::find_if(kPreSpecs.begin(), kPreSpecs.end(),
-                                 [&](const PreSpec& s) { return s.name == name; });
-  if (spec == kPreSpecs.end()) {
-    throw Unsupported(
-        fmt::format("{}: tokenizer.ggml.pre '{}' is not supported for tokenizer.ggml.model 'gpt2'; "
-                    "supported: {}",
-                    file.path(), pre, supported_pre_names()));
+  const PreSpec* spec = find_pre_spec(name);
+  if (!spec) {
+    const std::string_view reason = unsupported_pre_reason(name);
+    throw Unsupported(fmt::format(
+        "{}: tokenizer.ggml.pre '{}' is not supported for tokenizer.ggml.model 'gpt2'{}{}; "
+        "supported: {}",
+        file.path(), pre, reason.empty() ? "" : ": ", reason, supported_pre_names()));
   }
   vocab.pre = spec->pre;
   vocab.clean_spaces = spec->clean_spaces;

@@ -10,6 +10,7 @@
 #include "gguf/file.h"
 #include "gguf_writer.h"
 #include "test_data.h"
+#include "tokenizer/unicode.h"
 
 namespace augur::tokenizer {
 namespace {
@@ -222,6 +223,82 @@ TEST(Tokenizer, UnknownModelIsUnsupportedAndListsTheSupportedOnes) {
       EXPECT_NE(message.find(part), std::string::npos) << part << " missing in: " << message;
     }
   }
+}
+
+TEST(Tokenizer, VocabularyTypesBeyondSpmAndBpeAreUnsupportedNamingTheType) {
+  for (const char* model : {"t5", "bert", "rwkv", "plamo2"}) {
+    GgufWriter w;
+    w.add_string("tokenizer.ggml.model", model);
+    w.add_strings("tokenizer.ggml.tokens", {"a", "b"});
+    try {
+      (void)load_written(w, std::string("model_") + model);
+      ADD_FAILURE() << model << ": expected Unsupported";
+    } catch (const Unsupported& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(std::string("tokenizer.ggml.model '") + model + "'"),
+                std::string::npos)
+          << message;
+    }
+  }
+}
+
+TEST(Tokenizer, SentencePieceStyleBpePreTokenizersSayWhyTheyAreUnsupported) {
+  try {
+    (void)load_written(tiny_bpe("gemma4"), "pre_gemma4");
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    const std::string message = e.what();
+    for (const char* part : {"'gemma4'", "SentencePiece-style", "supported: default"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << part << " missing in: " << message;
+    }
+  }
+}
+
+// The flags a pre-tokenizer name sets reach encode and decode: add_bos, ignore_merges (a word
+// that is a token is not merged: "abc" is a token, but no merge builds it from "ab" + "c") and
+// clean_spaces (" ," loses its space).
+TEST(Tokenizer, PreTokenizerFlagsReachEncodeAndDecode) {
+  struct Case {
+    const char* pre;
+    bool add_bos, ignore_merges, clean_spaces;
+  };
+  for (const Case& c : {Case{"tekken", true, true, false}, Case{"refact", false, false, true},
+                        Case{"chameleon", true, false, false}, Case{"youtu", false, true, false},
+                        Case{"stablelm2", false, false, true}, Case{"megrez", false, false, true},
+                        Case{"llama4", false, false, false}}) {
+    // The GPT-2 byte alphabet (id = byte), then "ab" (256, merged from "a b"), BOS, "abc".
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) {
+      tokens.emplace_back(unicode::byte_to_unicode(static_cast<uint8_t>(b)));
+    }
+    tokens.insert(tokens.end(), {"ab", "<|endoftext|>", "abc"});
+    std::vector<int32_t> types(tokens.size(), 1);
+    types[257] = 3;
+    GgufWriter w;
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", c.pre);
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_ints("tokenizer.ggml.token_type", types);
+    w.add_strings("tokenizer.ggml.merges", {"a b"});
+    w.add_u32("tokenizer.ggml.bos_token_id", 257);
+    const auto tok = load_written(w, std::string("flags_") + c.pre);
+    EXPECT_EQ(tok->add_bos(), c.add_bos) << c.pre;
+    const auto abc = tok->encode("abc", false, false);
+    const std::vector<int32_t> want_abc =
+        c.ignore_merges ? std::vector<int32_t>{258} : std::vector<int32_t>{256, 'c'};
+    EXPECT_EQ(abc, want_abc) << c.pre;
+    EXPECT_EQ(tok->decode(tok->encode("a ,", false, false)), c.clean_spaces ? "a," : "a ,")
+        << c.pre;
+  }
+}
+
+TEST(Tokenizer, KimiK2LoadsWithoutMerges) {
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "kimi-k2");
+  w.add_strings("tokenizer.ggml.tokens", {"a", "b", "ab"});
+  const auto tok = load_written(w, "kimi_no_merges");
+  EXPECT_EQ(tok->encode("ab", false, false), (std::vector<int32_t>{0, 1}));
 }
 
 TEST(Tokenizer, MissingMergesAndDuplicateTokensAreFormatErrors) {
