@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bench/build_info.h"
+#include "bench/cache_figures.h"
 #include "bench/evidence_gate.h"
 #include "bench/model_info.h"
 #include "bench/prompt_file.h"
@@ -221,6 +222,9 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
              {"verify_s", sp.verify_s},
              {"peak_rss_bytes", peak_rss_bytes()},
              {"arm_bytes", gen.memory_bytes() + (drafters[a] ? drafters[a]->memory_bytes() : 0)},
+             {"cache_memory",
+              {{"target_cache", cache_figures(gen.cache())},
+               {"draft_caches", draft_cache_figures(drafters[a].get())}}},
              {"tokens", r.tokens}});
         if (const auto* automatic = dynamic_cast<const spec::AutoDrafter*>(drafters[a].get())) {
           report["samples"].back()["policy"] = spec::to_json(automatic->stats());

@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "bench/evidence_cache_memory.h"
 #include "bench/statistics.h"
 
 namespace augur::bench::evidence {
@@ -521,6 +522,7 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
                       "it reads",
                       *arm_bytes.begin(), need));
     }
+    check_cache_memory(run, arm, need, problems);
     if (arm.config.kind == "spec" && ar_bytes && !arm_bytes.empty() &&
         *arm_bytes.begin() < *ar_bytes) {
       problems.push_back(

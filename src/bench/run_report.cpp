@@ -29,6 +29,7 @@ void read_config(const json& report, SchemaReader& schema, RunReport& run) {
   c.n_gen = schema.integer(*config, "n_gen", "config", Bound::kPositive).value_or(0);
   c.repeats = schema.integer(*config, "repeats", "config", Bound::kPositive).value_or(0);
   c.warmup = schema.integer(*config, "warmup", "config").value_or(0);
+  c.n_ctx = schema.integer(*config, "n_ctx", "config", Bound::kPositive, false).value_or(0);
   c.ignore_eos =
       schema.boolean(*config, "ignore_eos", "config", /*required=*/false).value_or(false);
   if (const auto scope = schema.string(*config, "peak_rss_scope", "config", false);
@@ -137,6 +138,7 @@ std::optional<Sample> read_sample(const json& entry, size_t pos, SchemaReader& s
       *out = schema.integer(entry, key, where, Bound::kAny);
     }
   }
+  if (entry.contains("cache_memory")) s.cache_memory = &entry["cache_memory"];
   if (schema.n_defects() != defects_before) return std::nullopt;
   if (run.arm_index.count(s.arm) == 0) {
     schema.defect(fmt::format("{}: arm '{}' is not declared in 'arms'", where, s.arm));

@@ -50,8 +50,10 @@ struct Sample {
   double draft_s = 0, verify_s = 0;
   std::optional<int64_t> peak_rss_bytes;  // absent: judged by MEMORY_CLAIM, not SCHEMA
   std::optional<int64_t> arm_bytes;       // absent: judged by MEMORY_CLAIM
-  std::vector<int64_t> tokens;            // [n_gen]
-  std::string label() const;              // "prompt 'p01' repeat 2"
+  // The caches' figures (bench/cache_figures.h), raw: judged by MEMORY_CLAIM; null when absent.
+  const nlohmann::json* cache_memory = nullptr;
+  std::vector<int64_t> tokens;  // [n_gen]
+  std::string label() const;    // "prompt 'p01' repeat 2"
 };
 
 struct Speedup {
@@ -62,6 +64,7 @@ struct Speedup {
 
 struct RunConfig {
   int64_t n_prompts = 0, n_gen = 0, repeats = 0, warmup = 0;
+  int64_t n_ctx = 0;
   bool ignore_eos = false;
   double temperature = 0;
   int64_t top_k = 0;

@@ -284,6 +284,15 @@ int64_t ModelCache::state_bytes() const {
   return n;
 }
 
+int64_t ModelCache::slots(int layer) const {
+  return layers_.at(static_cast<size_t>(layer)).slots;
+}
+
+int64_t ModelCache::layer_bytes(int layer) const {
+  const Layer& l = layers_.at(static_cast<size_t>(layer));
+  return static_cast<int64_t>(l.k.capacity() + l.v.capacity() + l.state.capacity() * sizeof(float));
+}
+
 int64_t ModelCache::bytes() const {
   return kv_bytes() + state_bytes();
 }

@@ -88,6 +88,12 @@ class ModelCache final : public Cache, private model::Memory {
   // Bytes of K/V rows and recurrent states, separately (memory reports).
   int64_t kv_bytes() const;
   int64_t state_bytes() const;
+  // Per layer (memory reports): the K/V rows it has room for (0 for a recurrent layer), and its
+  // resident bytes.
+  int64_t slots(int layer) const;
+  int64_t layer_bytes(int layer) const;
+  size_t k_row_bytes() const { return k_row_bytes_; }
+  size_t v_row_bytes() const { return v_row_bytes_; }
 
  private:
   struct Layer {

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench/build_info.h"
+#include "bench/cache_figures.h"
 #include "cli/commands.h"
 #include "cli/draft_options.h"
 #include "cli/exit_codes.h"
@@ -59,6 +61,32 @@ nlohmann::json stats_json(const engine::GenerateStats& s, const spec::DraftSourc
   return out;
 }
 
+// What the session's caches hold (with the raw figures behind it) and the process's peak RSS.
+nlohmann::json memory_json(const engine::Generator& generator, const spec::DraftSource* drafter) {
+  return {{"peak_rss_bytes", bench::peak_rss_bytes()},
+          {"target_cache", bench::cache_figures(generator.cache())},
+          {"draft_caches", bench::draft_cache_figures(drafter)}};
+}
+
+std::string mib(int64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// "memory: KV 1.2 MiB (full 0.4, window 0.8), state 0.0 MiB | draft model: KV ... | peak RSS ..."
+std::string memory_summary(const nlohmann::json& memory) {
+  auto cache_text = [](const nlohmann::json& c) {
+    return fmt::format("KV {} (full {}, window {}), state {}", mib(c["kv_bytes"].get<int64_t>()),
+                       mib(c["full"]["bytes"].get<int64_t>()),
+                       mib(c["window"]["bytes"].get<int64_t>()),
+                       mib(c["state_bytes"].get<int64_t>()));
+  };
+  std::string line = "memory: " + cache_text(memory["target_cache"]);
+  for (const auto& [label, c] : memory["draft_caches"].items()) {
+    line += fmt::format(" | draft {}: {}", label, cache_text(c));
+  }
+  return line + " | peak RSS " + mib(memory["peak_rss_bytes"].get<int64_t>());
+}
+
 int run(const RunOptions& opt) {
   auto model = load_model_with_progress(opt.runtime.model_path);
   const auto tok = tokenizer::Tokenizer::from_gguf(model->file());
@@ -101,11 +129,13 @@ int run(const RunOptions& opt) {
       prompt, sampler, rng, gen, [&](int32_t t) { return tok->is_eog(t); }, on_token);
   const auto& s = result.stats;
   const std::string tail = stream.finish();
+  const nlohmann::json memory = memory_json(generator, draft.drafter.get());
   if (opt.json) {
     nlohmann::json out = {
         {"prompt_tokens", prompt}, {"tokens", result.tokens},
         {"text", text + tail},     {"stop", std::string(engine::stop_reason_name(result.stop))},
         {"seed", config.seed},     {"stats", stats_json(s, draft.drafter.get())}};
+    out["stats"]["memory"] = memory;
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -132,6 +162,7 @@ int run(const RunOptions& opt) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
   }
+  std::fprintf(stderr, "%s\n", memory_summary(memory).c_str());
   return result.stop == engine::StopReason::Cancelled ? kExitInterrupted : kExitOk;
 }
 

@@ -69,6 +69,9 @@ class AutoDrafter final : public DraftSource {
   // The plan of the current (or last) cycle.
   const CyclePlan& last_plan() const { return plan_; }
   const DraftPolicy& policy() const { return *policy_; }
+  // The sources, in the order of policy().sources() (memory reports walk their caches).
+  size_t n_sources() const { return sources_.size(); }
+  const DraftSource& source(size_t i) const { return *sources_.at(i); }
 
  private:
   std::vector<std::unique_ptr<DraftSource>> sources_;

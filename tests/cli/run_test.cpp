@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/cache_figures.h"
 #include "support/reference.h"
 #include "support/run_command.h"
 #include "test_paths.h"
@@ -64,6 +65,33 @@ TEST(CliRun, GreedyJsonReproducesFixtureTokens) {
   EXPECT_EQ(j["stats"]["n_prompt"].get<size_t>(), prompt.size());
   // Exactly one JSON object on stdout, nothing else.
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1);
+}
+
+// stats.memory: the caches' figures recompute from their raw inputs, the windowed layers hold a
+// ring of window + slack rows (not the context), the layer-skip drafter's cache is reported
+// apart, and the peak RSS holds them all.
+TEST(CliRun, JsonReportsCacheMemoryAndPeakRss) {
+  const auto r = run_command(augur() + " run -m " + quote(fixture("tiny-gemma3.gguf")) +
+                             " --prompt-ids 2,10,20,30 -n 40 --temp 0 --ignore-eos --json -t 2"
+                             " -c 1024 --ubatch 32 --draft layerskip:2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto memory = nlohmann::json::parse(r.out)["stats"]["memory"];
+  const auto& target = memory["target_cache"];
+  EXPECT_TRUE(bench::cache_figure_problems(target, 1024).empty()) << target.dump();
+  EXPECT_EQ(target["full"]["layers"], 1);
+  EXPECT_EQ(target["full"]["slots"], 1024);
+  EXPECT_EQ(target["window"]["layers"], 5);
+  EXPECT_EQ(target["window"]["slots"], 16 + 33);  // window + the longest rollback (> ubatch)
+  ASSERT_EQ(memory["draft_caches"].size(), 1u) << memory.dump();
+  const auto& draft = memory["draft_caches"]["layerskip"];
+  EXPECT_TRUE(bench::cache_figure_problems(draft, 1024).empty()) << draft.dump();
+  EXPECT_EQ(draft["window"]["layers"], 2);
+  EXPECT_EQ(draft["full"]["layers"], 0);
+  EXPECT_GE(memory["peak_rss_bytes"].get<int64_t>(),
+            bench::cache_figure_bytes(target) + bench::cache_figure_bytes(draft));
+  EXPECT_NE(r.err.find("memory: KV "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("| draft layerskip: KV "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("| peak RSS "), std::string::npos) << r.err;
 }
 
 TEST(CliRun, TextPromptFollowsAddBosAndStreamsText) {
