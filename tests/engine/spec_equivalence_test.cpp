@@ -144,7 +144,9 @@ INSTANTIATE_TEST_SUITE_P(
              "fixtures/tiny-gemma3.gguf",
              {"ngram", "layerskip:2", "auto", fixture_draft("tiny-qwen3")}},
         // Mixture of experts: a verify routes its k+1 rows together, each as it would alone.
-        Case{"tiny_qwen3moe", "fixtures/tiny-qwen3moe.gguf", {"ngram", "layerskip:1", "auto"}},
+        Case{"tiny_qwen3moe",
+             "fixtures/tiny-qwen3moe.gguf",
+             {"ngram", "layerskip:1", "auto", fixture_draft("tiny-qwen3")}},
         // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
         // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
         // penalty) and another architecture with other weights (keeps none: every cycle ends in

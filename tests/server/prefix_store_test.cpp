@@ -7,9 +7,10 @@
 namespace augur::testing {
 namespace {
 
-engine::Generator::Prefix prefix(std::vector<int32_t> tokens, size_t floats_per_token = 10) {
+// Each token's saved cache state: 40 bytes.
+engine::Generator::Prefix prefix(std::vector<int32_t> tokens) {
   engine::Generator::Prefix p;
-  p.rows.assign(tokens.size() * floats_per_token, static_cast<float>(tokens.back()));
+  p.rows.assign(tokens.size() * 40, static_cast<uint8_t>(tokens.back()));
   p.tokens = std::move(tokens);
   return p;
 }
