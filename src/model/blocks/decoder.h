@@ -3,16 +3,20 @@
 //   x' = h + Wdown(silu(Wgate·n(h)) * Wup·n(h));  logits = Wout·n(x_L)
 // with options for what gemma3 adds: scaled embeddings, post-norms of each block's output
 // (h = x + n(Attn(..))), a GELU FFN, and sliding-window layers (HParams::swa_layers) whose
-// attention sees only the last `sliding_window` rows and uses their own RoPE base.
+// attention sees only the last `sliding_window` rows and uses their own RoPE base; and for
+// qwen35, Gated DeltaNet layers (HParams::recurrent_layers) in place of attention and a
+// sigmoid gate on the attention output.
 // Architecture files read their metadata into HParams + DecoderOptions and hand over here;
 // the weights are typed views into the GGUF mapping the model owns.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/blocks/gated_deltanet.h"
 #include "model/model.h"
 #include "tensor/matrix.h"
 
@@ -30,6 +34,10 @@ struct DecoderOptions {
   bool post_norms = false;   // RMSNorm of the attention and FFN outputs before the residual add
   bool scale_embeddings = false;  // token embeddings times sqrt(n_embd) (gemma)
   FfnActivation ffn_activation = FfnActivation::kSilu;
+  // W_q gives per head [q | gate]; the attention output is multiplied by sigmoid(gate) (qwen35).
+  bool attn_output_gate = false;
+  std::string ffn_norm = "ffn_norm";  // the pre-FFN norm's tensor (qwen35: post_attention_norm)
+  GatedDeltaNetShape deltanet;        // the recurrent layers' shape, if any
 };
 
 struct DecoderLayer {
@@ -41,7 +49,10 @@ struct DecoderLayer {
   std::vector<float> ffn_norm;          // [n_embd]
   std::vector<float> post_ffn_norm;     // [n_embd], empty unless post_norms
   tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
+  GatedDeltaNetWeights deltanet;        // a recurrent layer's mixer (no attention weights)
 };
+
+struct DecoderWorkspace;
 
 class Decoder final : public Model {
  public:
@@ -57,6 +68,10 @@ class Decoder final : public Model {
                         Workspace& workspace, kernels::ThreadPool& pool) const override;
 
  private:
+  // Attention of one layer over ws.xn: its output projection into ws.xn, its K/V into memory.
+  void attention_mixer(int layer, std::span<const MemorySegment> segments,
+                       std::span<const int64_t> n_past, DecoderWorkspace& ws,
+                       kernels::ThreadPool& pool) const;
   // x += post_norm(out) (or out when there is no post-norm), for M rows; out is overwritten.
   void add_block_output(const std::vector<float>& post_norm, float* out, float* x, int64_t M) const;
 
@@ -73,6 +88,13 @@ class Decoder final : public Model {
 // Every count is checked against sane limits and against the tensors the file holds, before
 // anything is sized by it: FormatError names the file, the key and what was expected;
 // Unsupported names what this build cannot run (mixture of experts, rope scaling).
-[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch);
+// What an architecture tells the reader about its layers (qwen35): which have no attention
+// (heads are checked against the first layer that has), and whether W_q holds a gate per query.
+struct LayerHints {
+  std::function<std::vector<bool>(int64_t n_layer)> recurrent_layers;
+  bool gated_query = false;
+};
+[[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
+                                           const LayerHints& hints = {});
 
 }  // namespace augur::model::blocks
