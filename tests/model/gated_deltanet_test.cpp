@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -224,6 +225,7 @@ TEST_F(GatedDeltaNetTest, MatchesFloat64Reference) {
   }
   EXPECT_GT(max_ref, 0.1);  // outputs of a size where a wrong formula shows
   EXPECT_LT(max_diff, 1e-4 * max_ref) << "max |augur - float64| " << max_diff;
+  std::printf("[deltanet] max |augur - float64| %g (outputs up to %g)\n", max_diff, max_ref);
   // The state after the last row: conv window (channel-major), then S of each value head.
   const auto s = state(cache);
   const int64_t W = shape_.conv_kernel - 1;

@@ -69,7 +69,8 @@ struct GatedDeltaNetScratch {
 };
 
 // out[row] (n_embd floats) for the M rows of `x` (normed inputs [M, n_embd]); each segment's rows
-// continue the state of its memory at n_past[s] rows and write the state after each of them.
+// continue the state of its memory at n_past[s] rows and write the state after each of them
+// (Memory::state(layer, n_past[s] + i + 1)). `out` may alias `x`: only the projections read it.
 void gated_deltanet(const GatedDeltaNetWeights& w, const GatedDeltaNetShape& shape, int layer,
                     const float* x, int64_t M, std::span<const MemorySegment> segments,
                     std::span<const int64_t> n_past, GatedDeltaNetScratch& scratch, float* out,
