@@ -1,9 +1,10 @@
 // read_decoder_hparams: the `<arch>.*` metadata every decoder shares, checked before anything is
 // sized by it. A count in a GGUF header is only a claim; the tensors are what the file really
 // holds. So each count gets a sane range and is then compared with the tensors it describes:
-// block_count with the blk.N tensors, embedding_length with token_embd, head counts with
-// blk.0.attn_q/attn_k, feed_forward_length with blk.0.ffn_up. A hostile file (block_count 2^31)
-// then fails here, naming the file, the key and the expectation, instead of in an allocation.
+// block_count with the blk.N tensors, embedding_length with token_embd, head counts with the
+// first attention layer's attn_q/attn_k, feed_forward_length with blk.0.ffn_up. A hostile file
+// (block_count 2^31) then fails here, naming the file, the key and the expectation, instead of in
+// an allocation.
 #include <fmt/format.h>
 
 #include <charconv>
