@@ -34,9 +34,14 @@ struct HParams {
   int64_t sliding_window = 0;    // a sliding-window layer's row sees itself and window - 1 before
   std::vector<bool> swa_layers;  // per layer: uses the sliding window (empty: none does)
   float rope_base_swa = 0;       // RoPE base of the sliding-window layers; 0 = rope_base
+  std::vector<bool> recurrent_layers;  // per layer: a recurrent mixer, no attention (qwen35)
 
   bool is_swa(int64_t layer) const {
     return layer < static_cast<int64_t>(swa_layers.size()) && swa_layers[layer];
+  }
+
+  bool is_recurrent(int64_t layer) const {
+    return layer < static_cast<int64_t>(recurrent_layers.size()) && recurrent_layers[layer];
   }
 
   int64_t q_dim() const { return n_head * head_dim; }

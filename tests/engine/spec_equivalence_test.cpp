@@ -147,6 +147,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny_qwen3moe",
              "fixtures/tiny-qwen3moe.gguf",
              {"ngram", "layerskip:1", "auto", fixture_draft("tiny-qwen3")}},
+        // Hybrid: the verify's recurrent states are rolled back to the accepted row; the
+        // layer-skip drafter runs one Gated DeltaNet layer.
+        Case{"tiny_qwen35",
+             "fixtures/tiny-qwen35.gguf",
+             {"ngram", "layerskip:1", "layerskip:2", "auto", fixture_draft("tiny-qwen3")}},
         // A separate draft model (spec::ModelDrafter) on the fixtures: the same weights in another
         // type (Q4_0 for F32 keeps about half the drafts, F32 for Q8_0 most of them, with a
         // penalty) and another architecture with other weights (keeps none: every cycle ends in

@@ -20,7 +20,7 @@ using testing::kNeverEog;
 
 // K/V rows of `tokens` evaluated from scratch by `m` (first n_layers layers; -1 = all).
 cache::ModelCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
-                          const std::vector<int32_t>& tokens, int64_t capacity, int n_layers) {
+                             const std::vector<int32_t>& tokens, int64_t capacity, int n_layers) {
   cache::ModelCache cache(m, {.capacity = capacity, .n_layers = n_layers});
   model::Evaluator eval(m, pool, 64, capacity);
   std::vector<int32_t> positions(tokens.size());
@@ -30,10 +30,27 @@ cache::ModelCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
   return cache;
 }
 
-// Empty when the first n rows of `got` equal those of `want` bitwise; else names the first
-// difference.
-std::string first_row_difference(const cache::ModelCache& got, const cache::ModelCache& want, int64_t n) {
+bool has_recurrent_layer(const cache::ModelCache& c) {
+  for (int layer = 0; layer < c.n_layers(); ++layer) {
+    if (c.layer_cache(layer).kind == model::LayerCache::Kind::kRecurrent) return true;
+  }
+  return false;
+}
+
+// Empty when the first n rows of `got` equal those of `want` bitwise — K/V rows, and each
+// recurrent layer's state (which is that of all rows, so `want` must hold exactly n); else names
+// the first difference.
+std::string first_row_difference(const cache::ModelCache& got, const cache::ModelCache& want,
+                                 int64_t n) {
   for (int layer = 0; layer < got.n_layers(); ++layer) {
+    if (got.layer_cache(layer).kind == model::LayerCache::Kind::kRecurrent) {
+      if (want.size() != n || got.size() != n) return "recurrent state of another row count";
+      const auto a = got.state(layer), b = want.state(layer);
+      if (std::memcmp(a.data(), b.data(), a.size_bytes()) != 0) {
+        return "layer " + std::to_string(layer) + " recurrent state";
+      }
+      continue;
+    }
     for (int head = 0; head < got.n_heads(); ++head) {
       for (int64_t row = 0; row < n; ++row) {
         const auto k = got.key_row(layer, head, row);
@@ -49,19 +66,39 @@ std::string first_row_difference(const cache::ModelCache& got, const cache::Mode
   return "";
 }
 
+// What a fresh AR evaluation leaves for the first tokens `got` holds: `full` (over every
+// committed token) serves for K/V rows; a recurrent state needs a run over exactly those tokens.
+std::string difference_from_fresh(const cache::ModelCache& got, const cache::ModelCache& full,
+                                  const model::Model& m, kernels::ThreadPool& pool,
+                                  const std::vector<int32_t>& tokens, int64_t capacity,
+                                  int n_layers) {
+  if (!has_recurrent_layer(got) || got.size() == 0)
+    return first_row_difference(got, full, got.size());
+  const std::vector<int32_t> held(tokens.begin(), tokens.begin() + got.size());
+  return first_row_difference(got, fresh_rows(m, pool, held, capacity, n_layers), got.size());
+}
+
 struct Case {
   std::string name;
   std::string drafter;  // as testing::make_test_drafter
   float temperature;
+  std::string fixture;  // target: this fixture on one of its own prompts; empty = zoo-target
 };
 
 class SpecRollback : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
   const Case& c = GetParam();
-  auto target = model::load_model(testing::models_dir() / "zoo-target-q8_0.gguf");
+  auto target =
+      model::load_model(c.fixture.empty() ? testing::models_dir() / "zoo-target-q8_0.gguf"
+                                          : testing::fixtures_dir() / (c.fixture + ".gguf"));
   kernels::ThreadPool pool(2);
-  const auto prompt = testing::zoo_prompts(*target, 3)[2];
+  // A fixture's byte-level vocabulary would make the zoo prompt longer than the context.
+  const auto prompt =
+      c.fixture.empty()
+          ? testing::zoo_prompts(*target, 3)[2]
+          : testing::read_json(testing::fixtures_dir() / (c.fixture + ".ref.json"))["prompts"][2]
+                .get<std::vector<int32_t>>();
   constexpr int64_t kCtx = 256;
   const auto sampler = testing::make_sampler(*target, c.temperature);
   GenerateOptions opt;
@@ -107,7 +144,8 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
     EXPECT_EQ(tc.pending(), 0);
     EXPECT_EQ(tc.size(), static_cast<int64_t>(now.size()) - 1) << "cycle " << cycles;
     EXPECT_TRUE(std::equal(gen.cached_tokens().begin(), gen.cached_tokens().end(), now.begin()));
-    EXPECT_EQ(first_row_difference(tc, want_target, tc.size()), "") << "target, cycle " << cycles;
+    EXPECT_EQ(difference_from_fresh(tc, want_target, *target, pool, now, kCtx, -1), "")
+        << "target, cycle " << cycles;
     if (h.model_drafter) {
       // Drafter: a prefix of the committed tokens, lagging by at most the carry and one fully
       // accepted draft (it never saw them), nothing pending.
@@ -119,7 +157,8 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
       EXPECT_GE(dt.size() + 2, now.size()) << "drafter fell behind: it would re-evaluate";
       EXPECT_TRUE(std::equal(dt.begin(), dt.end(), now.begin()))
           << "drafter holds a non-committed token";
-      EXPECT_EQ(first_row_difference(dc, *want_drafter, dc.size()), "")
+      const model::Model& dm = h.draft_model ? *h.draft_model : *target;
+      EXPECT_EQ(difference_from_fresh(dc, *want_drafter, dm, pool, now, kCtx, h.n_layers), "")
           << "drafter, cycle " << cycles;
     }
   };
@@ -138,7 +177,10 @@ INSTANTIATE_TEST_SUITE_P(
              0.0f},
         Case{"DraftModelSampled",
              "model:" + (testing::models_dir() / "zoo-draft-f16.gguf").string(), 0.8f},
-        Case{"LayerSkipSampled", "layerskip:3", 0.8f}, Case{"NgramGreedy", "ngram", 0.0f}),
+        Case{"LayerSkipSampled", "layerskip:3", 0.8f}, Case{"NgramGreedy", "ngram", 0.0f},
+        // Hybrid (Gated DeltaNet + attention): the recurrent states rolled back to the kept row.
+        Case{"Qwen35LayerSkipSampled", "layerskip:1", 0.8f, "tiny-qwen35"},
+        Case{"Qwen35NgramSampled", "ngram", 0.8f, "tiny-qwen35"}),
     [](const auto& info) { return info.param.name; });
 
 // The checker catches a cache that kept a rejected draft's row: evaluate a wrong token where a
@@ -157,6 +199,20 @@ TEST(SpecRollbackChecker, CatchesAStaleRowOfARejectedDraft) {
   const auto got = fresh_rows(*target, pool, stale, 256, -1);
   EXPECT_EQ(first_row_difference(got, want, static_cast<int64_t>(head.size())), "");
   EXPECT_NE(first_row_difference(got, want, static_cast<int64_t>(tokens.size())), "");
+}
+
+// The same checker on a recurrent state: a state that went through another token shows (in the
+// first, recurrent, layer).
+TEST(SpecRollbackChecker, CatchesARecurrentStateOfOtherTokens) {
+  auto m = model::load_model(testing::fixtures_dir() / "tiny-qwen35.gguf");
+  kernels::ThreadPool pool(2);
+  const std::vector<int32_t> tokens = {5, 77, 300, 41, 9};
+  const auto want = fresh_rows(*m, pool, tokens, 64, -1);
+  EXPECT_EQ(difference_from_fresh(want, want, *m, pool, tokens, 64, -1), "");
+  std::vector<int32_t> other = tokens;
+  other[2] = 301;  // a rejected draft's row left in the state
+  EXPECT_EQ(first_row_difference(fresh_rows(*m, pool, other, 64, -1), want, 5),
+            "layer 0 recurrent state");
 }
 
 }  // namespace

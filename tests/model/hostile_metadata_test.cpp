@@ -281,6 +281,86 @@ TEST_P(HostileMetadata, FailsAtLoadNamingFileKeyAndExpectationInBoundedMemory) {
 INSTANTIATE_TEST_SUITE_P(Counts, HostileMetadata, ::testing::ValuesIn(hostile_cases()),
                          [](const auto& info) { return info.param.label; });
 
+// tiny-qwen35 (FIXTURES-more-archs.md F) with one edit: the Gated DeltaNet keys and tensors are
+// checked before the recurrent state is sized by them.
+struct HostileQwen35Case {
+  std::string label;
+  testing::GgufEdit edit;
+  std::string expected;  // after "FormatError: <file>: "
+};
+
+void PrintTo(const HostileQwen35Case& c, std::ostream* os) {
+  *os << c.label;
+}
+
+std::vector<HostileQwen35Case> hostile_qwen35_cases() {
+  auto drop_key = [](const std::string& key) {
+    testing::GgufEdit e;
+    e.drop_keys = {key};
+    return e;
+  };
+  auto set = [](const std::string& key, const Value& v) {
+    testing::GgufEdit e;
+    e.value_overrides = {{key, v}};
+    return e;
+  };
+  auto reshape = [](const std::string& tensor, std::vector<int64_t> ne) {
+    testing::GgufEdit e;
+    e.reshape = {{tensor, ne}};
+    return e;
+  };
+  return {
+      {"MissingStateSize", drop_key("qwen35.ssm.state_size"),
+       "missing metadata key 'qwen35.ssm.state_size'"},
+      {"MissingConvKernel", drop_key("qwen35.ssm.conv_kernel"),
+       "missing metadata key 'qwen35.ssm.conv_kernel'"},
+      {"MissingInnerSize", drop_key("qwen35.ssm.inner_size"),
+       "missing metadata key 'qwen35.ssm.inner_size'"},
+      {"MissingRopeSections", drop_key("qwen35.rope.dimension_sections"),
+       "missing metadata key 'qwen35.rope.dimension_sections'"},
+      {"StateSizeHuge", set("qwen35.ssm.state_size", u32(2147483647u)),
+       "qwen35.ssm.state_size is 2147483647, expected 1..4096"},
+      {"InnerSizeNotAMultipleOfHeads", set("qwen35.ssm.inner_size", u32(130)),
+       "qwen35.ssm.inner_size 130 is not a multiple of qwen35.ssm.time_step_rank 4"},
+      {"StateSizeDisagreesWithTensors", set("qwen35.ssm.state_size", u32(16)),
+       "tensor 'blk.0.attn_qkv.weight': shape [256, 256], expected [256, 192]"},
+      {"ConvKernelDisagreesWithTensors", set("qwen35.ssm.conv_kernel", u32(8)),
+       "tensor 'blk.0.ssm_conv1d.weight': shape [4, 256], expected [8, 256]"},
+      {"ConvTensorReshaped", reshape("blk.1.ssm_conv1d.weight", {8, 128}),
+       "tensor 'blk.1.ssm_conv1d.weight': shape [8, 128], expected [4, 256]"},
+      {"OutTensorReshaped", reshape("blk.2.ssm_out.weight", {256, 128}),
+       "tensor 'blk.2.ssm_out.weight': shape [256, 128], expected [128, 256]"},
+      {"GatedQueryTooSmall", reshape("blk.3.attn_q.weight", {512, 256}),
+       "qwen35.attention.head_count is 4 (x head_dim 64 = 512 query rows), but tensor "
+       "'blk.3.attn_q.weight' has shape [512, 256], expected [256, 512]"},
+  };
+}
+
+class HostileQwen35 : public ::testing::TestWithParam<HostileQwen35Case> {
+ protected:
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::filesystem::path path_;
+};
+
+TEST_P(HostileQwen35, FailsAtLoadNamingKeyOrTensor) {
+  const HostileQwen35Case& c = GetParam();
+  path_ = testing::temp_path("hostile-qwen35-" + c.label + ".gguf");
+  testing::rewrite_gguf(testing::fixtures_dir() / "tiny-qwen35.gguf", path_, c.edit);
+  const auto outcome = testing::run_with_memory_cap(kHeadroom, [&] { return load_outcome(path_); });
+  ASSERT_TRUE(outcome.finished) << outcome.text;
+  EXPECT_EQ(outcome.text, "FormatError: " + path_.string() + ": " + c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Qwen35, HostileQwen35, ::testing::ValuesIn(hostile_qwen35_cases()),
+                         [](const auto& info) { return info.param.label; });
+
+TEST(HostileQwen35Cap, TheUneditedModelLoads) {
+  const auto outcome = testing::run_with_memory_cap(
+      kHeadroom, [] { return load_outcome(testing::fixtures_dir() / "tiny-qwen35.gguf"); });
+  ASSERT_TRUE(outcome.finished);
+  EXPECT_EQ(outcome.text, "loaded");
+}
+
 TEST(HostileMetadataCap, TheUneditedModelsLoadUnderTheSameCap) {
   for (const char* base : {"tiny-llama.gguf", "tiny-qwen3moe.gguf"}) {
     const auto outcome = testing::run_with_memory_cap(

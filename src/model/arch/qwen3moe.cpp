@@ -7,7 +7,7 @@ namespace augur::model {
 namespace {
 
 std::unique_ptr<Model> load_qwen3moe(std::unique_ptr<gguf::File> file) {
-  HParams hp = blocks::read_decoder_hparams(*file, "qwen3moe", /*moe=*/true);
+  HParams hp = blocks::read_decoder_hparams(*file, "qwen3moe", {.moe = true});
   hp.rope_type = RopeType::Neox;
   blocks::DecoderOptions options;
   options.qk_norm = true;

@@ -10,43 +10,31 @@
 #include "kernels/matmul.h"
 #include "model/blocks/attention.h"
 #include "model/blocks/ops.h"
+#include "model/blocks/weights.h"
 
 namespace augur::model::blocks {
+
 namespace {
 
-std::string shape_string(const std::vector<int64_t>& ne) {
-  return fmt::format("[{}]", fmt::join(ne, ", "));
-}
-
-void expect_shape(const gguf::File& file, const gguf::TensorInfo& t,
-                  const std::vector<int64_t>& expected) {
-  if (t.ne != expected) {
-    throw FormatError(fmt::format("{}: tensor '{}': shape {}, expected {}", file.path(), t.name,
-                                  shape_string(t.ne), shape_string(expected)));
+// [heads, 2, head_dim] (each head's query, then its gate) -> [heads, head_dim] twice.
+void split_query_and_gate(const float* q_and_gate, int64_t heads, int64_t head_dim, float* q,
+                          float* gate) {
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* src = q_and_gate + 2 * h * head_dim;
+    std::copy(src, src + head_dim, q + h * head_dim);
+    std::copy(src + head_dim, src + 2 * head_dim, gate + h * head_dim);
   }
 }
 
-tensor::Matrix load_matrix(const gguf::File& file, const std::string& name, int64_t cols,
-                           int64_t rows) {
-  const auto& t = file.tensor(name);
-  expect_shape(file, t, {cols, rows});
-  return tensor::Matrix::from(t);
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
 }
 
-std::vector<float> load_vector(const gguf::File& file, const std::string& name, int64_t n) {
-  const auto& t = file.tensor(name);
-  expect_shape(file, t, {n});
-  std::vector<float> v(static_cast<size_t>(n));
-  tensor::dequantize_row(tensor::Matrix::from(t).type, t.data, v.data(), n);
-  return v;
-}
-
-std::string layer_tensor(int layer, const char* name) {
-  return fmt::format("blk.{}.{}", layer, name);
-}
+}  // namespace
 
 struct DecoderWorkspace final : Workspace {
-  DecoderWorkspace(const HParams& hp, int64_t max_rows_, int64_t n_ctx_)
+  DecoderWorkspace(const HParams& hp, const DecoderOptions& options, int64_t max_rows_,
+                   int64_t n_ctx_)
       : max_rows(max_rows_),
         n_ctx(n_ctx_),
         x(max_rows * hp.n_embd),
@@ -59,13 +47,16 @@ struct DecoderWorkspace final : Workspace {
         up(max_rows * hp.n_ff),
         rope(max_rows * hp.n_rot),
         rope_swa(hp.rope_base_swa > 0 ? max_rows * hp.n_rot : 0),
-        out_hidden(max_rows * hp.n_embd) {
+        out_hidden(max_rows * hp.n_embd),
+        q_and_gate(options.attn_output_gate ? 2 * max_rows * hp.q_dim() : 0),
+        attn_gate(options.attn_output_gate ? max_rows * hp.q_dim() : 0) {
+    if (!hp.recurrent_layers.empty()) deltanet = GatedDeltaNetScratch(options.deltanet, max_rows);
     if (hp.n_expert > 0) moe.emplace(hp, max_rows);
   }
   int64_t bytes() const override {
-    int64_t n = moe ? moe->bytes() : 0;
-    for (const auto* buffer :
-         {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &rope_swa, &out_hidden}) {
+    int64_t n = deltanet.bytes() + (moe ? moe->bytes() : 0);
+    for (const auto* buffer : {&x, &xn, &q, &k, &v, &attn, &gate, &up, &rope, &rope_swa,
+                               &out_hidden, &q_and_gate, &attn_gate}) {
       n += static_cast<int64_t>(buffer->capacity() * sizeof(float));
     }
     return n;
@@ -78,10 +69,11 @@ struct DecoderWorkspace final : Workspace {
   std::vector<float> rope;        // [max_rows, n_rot/2, 2]
   std::vector<float> rope_swa;    // the same with the sliding-window layers' base, if their own
   std::vector<float> out_hidden;  // [max_rows, n_embd] normed rows whose logits are wanted
+  std::vector<float> q_and_gate;  // [max_rows, n_head, 2, head_dim] if attn_output_gate
+  std::vector<float> attn_gate;   // [max_rows, q_dim] the gate part of it
+  GatedDeltaNetScratch deltanet;  // if any layer is recurrent
   std::optional<MoeScratch> moe;  // mixture-of-experts models only
 };
-
-}  // namespace
 
 Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptions options)
     : file_(std::move(file)), hp_(std::move(hparams)), options_(options) {
@@ -101,7 +93,20 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
     auto& l = layers_[static_cast<size_t>(layer)];
     auto name = [&](const char* n) { return layer_tensor(layer, n); };
     l.attn_norm = load_vector(f, name("attn_norm.weight"), n_embd);
-    l.wq = load_matrix(f, name("attn_q.weight"), n_embd, q_dim);
+    l.ffn_norm = load_vector(f, name((options_.ffn_norm + ".weight").c_str()), n_embd);
+    if (options_.moe) {
+      l.moe = load_moe_weights(f, layer, hp_);
+    } else {
+      l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
+      l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
+      l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
+    }
+    if (hp_.is_recurrent(layer)) {
+      l.deltanet = load_gated_deltanet(f, layer, options_.deltanet);
+      continue;
+    }
+    l.wq = load_matrix(f, name("attn_q.weight"), n_embd,
+                       options_.attn_output_gate ? 2 * q_dim : q_dim);
     l.wk = load_matrix(f, name("attn_k.weight"), n_embd, kv_dim);
     l.wv = load_matrix(f, name("attn_v.weight"), n_embd, kv_dim);
     l.wo = load_matrix(f, name("attn_output.weight"), q_dim, n_embd);
@@ -118,25 +123,19 @@ Decoder::Decoder(std::unique_ptr<gguf::File> file, HParams hparams, DecoderOptio
       l.post_attn_norm = load_vector(f, name("post_attention_norm.weight"), n_embd);
       l.post_ffn_norm = load_vector(f, name("post_ffw_norm.weight"), n_embd);
     }
-    l.ffn_norm = load_vector(f, name("ffn_norm.weight"), n_embd);
-    if (options_.moe) {
-      l.moe = load_moe_weights(f, layer, hp_);
-    } else {
-      l.w_gate = load_matrix(f, name("ffn_gate.weight"), n_embd, hp_.n_ff);
-      l.w_up = load_matrix(f, name("ffn_up.weight"), n_embd, hp_.n_ff);
-      l.w_down = load_matrix(f, name("ffn_down.weight"), hp_.n_ff, n_embd);
-    }
   }
 }
 
 std::unique_ptr<Workspace> Decoder::make_workspace(int64_t max_rows, int64_t n_ctx) const {
-  return std::make_unique<DecoderWorkspace>(hp_, max_rows, n_ctx);
+  return std::make_unique<DecoderWorkspace>(hp_, options_, max_rows, n_ctx);
 }
 
 std::vector<LayerCache> Decoder::cache_layout() const {
   std::vector<LayerCache> layout;
   for (int64_t layer = 0; layer < hp_.n_layer; ++layer) {
-    layout.push_back(LayerCache::attention(hp_.is_swa(layer) ? hp_.sliding_window : 0));
+    layout.push_back(hp_.is_recurrent(layer)
+                         ? LayerCache::recurrent(options_.deltanet.state_floats())
+                         : LayerCache::attention(hp_.is_swa(layer) ? hp_.sliding_window : 0));
   }
   return layout;
 }
@@ -171,8 +170,7 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     }
   }
   AUGUR_CHECK(covered == M, "segments cover the ubatch");
-  const int64_t n_embd = hp_.n_embd, q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
-  const int64_t head_dim = hp_.head_dim;
+  const int64_t n_embd = hp_.n_embd;
   const int n_layers = req.n_layers < 0 ? static_cast<int>(hp_.n_layer)
                                         : std::min(req.n_layers, static_cast<int>(hp_.n_layer));
 
@@ -196,51 +194,15 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
 
   for (int layer = 0; layer < n_layers; ++layer) {
     const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
-    const std::vector<float>& rope_table =
-        hp_.is_swa(layer) && !ws.rope_swa.empty() ? ws.rope_swa : ws.rope;
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.attn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
-    kernels::matmul(l.wq, ws.xn.data(), M, ws.q.data(), pool);
-    kernels::matmul(l.wk, ws.xn.data(), M, ws.k.data(), pool);
-    kernels::matmul(l.wv, ws.xn.data(), M, ws.v.data(), pool);
-    for (size_t s = 0; s < segments.size(); ++s) {
-      const KvRows kv = segments[s].memory->kv(layer);
-      for (int64_t row = segments[s].first_row; row < segments[s].first_row + segments[s].n_rows;
-           ++row) {
-        const int64_t slot = n_past[s] + row - segments[s].first_row;  // the row's memory row
-        float* q = &ws.q[row * q_dim];
-        float* k = &ws.k[row * kv_dim];
-        float* v = &ws.v[row * kv_dim];
-        if (options_.qkv_bias) {
-          for (int64_t i = 0; i < q_dim; ++i) q[i] += l.bq[i];
-          for (int64_t i = 0; i < kv_dim; ++i) k[i] += l.bk[i];
-          for (int64_t i = 0; i < kv_dim; ++i) v[i] += l.bv[i];
-        }
-        if (options_.qk_norm) {
-          for (int64_t head = 0; head < hp_.n_head; ++head) {
-            rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim,
-                     hp_.rms_eps);
-          }
-          for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-            rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim,
-                     hp_.rms_eps);
-          }
-        }
-        const float* rope = &rope_table[row * hp_.n_rot];
-        apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
-        apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
-        for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
-          write_kv(kv, head, slot, k + head * head_dim, v + head * head_dim, head_dim);
-        }
-      }
+    if (hp_.is_recurrent(layer)) {
+      gated_deltanet(l.deltanet, options_.deltanet, layer, ws.xn.data(), M, segments, n_past,
+                     ws.deltanet, ws.xn.data(), pool);
+    } else {
+      attention_mixer(layer, segments, n_past, ws, pool);
     }
-    for (size_t s = 0; s < segments.size(); ++s) {
-      const int64_t first = segments[s].first_row;
-      attention(ws.q.data() + first * q_dim, *segments[s].memory, layer, n_past[s],
-                segments[s].n_rows, hp_, ws.attn.data() + first * q_dim, pool);
-    }
-    kernels::matmul(l.wo, ws.attn.data(), M, ws.xn.data(), pool);
     add_block_output(l.post_attn_norm, ws.xn.data(), ws.x.data(), M);
 
     for (int64_t row = 0; row < M; ++row) {
@@ -273,6 +235,65 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
   }
   kernels::matmul(output_, ws.out_hidden.data(), n_out, req.logits, pool);
   if (hp_.logit_softcap > 0) softcap(req.logits, n_out * hp_.n_vocab, hp_.logit_softcap);
+}
+
+void Decoder::attention_mixer(int layer, std::span<const MemorySegment> segments,
+                              std::span<const int64_t> n_past, DecoderWorkspace& ws,
+                              kernels::ThreadPool& pool) const {
+  const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
+  const int64_t M = segments.back().first_row + segments.back().n_rows;
+  const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim(), head_dim = hp_.head_dim;
+  const std::vector<float>& rope_table =
+      hp_.is_swa(layer) && !ws.rope_swa.empty() ? ws.rope_swa : ws.rope;
+  if (options_.attn_output_gate) {
+    kernels::matmul(l.wq, ws.xn.data(), M, ws.q_and_gate.data(), pool);
+    split_query_and_gate(ws.q_and_gate.data(), M * hp_.n_head, head_dim, ws.q.data(),
+                         ws.attn_gate.data());
+  } else {
+    kernels::matmul(l.wq, ws.xn.data(), M, ws.q.data(), pool);
+  }
+  kernels::matmul(l.wk, ws.xn.data(), M, ws.k.data(), pool);
+  kernels::matmul(l.wv, ws.xn.data(), M, ws.v.data(), pool);
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const KvRows kv = segments[s].memory->kv(layer);
+    for (int64_t row = segments[s].first_row; row < segments[s].first_row + segments[s].n_rows;
+         ++row) {
+      const int64_t slot = n_past[s] + row - segments[s].first_row;  // the row's memory row
+      float* q = &ws.q[row * q_dim];
+      float* k = &ws.k[row * kv_dim];
+      float* v = &ws.v[row * kv_dim];
+      if (options_.qkv_bias) {
+        for (int64_t i = 0; i < q_dim; ++i) q[i] += l.bq[i];
+        for (int64_t i = 0; i < kv_dim; ++i) k[i] += l.bk[i];
+        for (int64_t i = 0; i < kv_dim; ++i) v[i] += l.bv[i];
+      }
+      if (options_.qk_norm) {
+        for (int64_t head = 0; head < hp_.n_head; ++head) {
+          rms_norm(q + head * head_dim, l.q_norm.data(), q + head * head_dim, head_dim,
+                   hp_.rms_eps);
+        }
+        for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
+          rms_norm(k + head * head_dim, l.k_norm.data(), k + head * head_dim, head_dim,
+                   hp_.rms_eps);
+        }
+      }
+      const float* rope = &rope_table[row * hp_.n_rot];
+      apply_rope(q, hp_.n_head, head_dim, hp_.n_rot, hp_.rope_type, rope);
+      apply_rope(k, hp_.n_head_kv, head_dim, hp_.n_rot, hp_.rope_type, rope);
+      for (int64_t head = 0; head < hp_.n_head_kv; ++head) {
+        write_kv(kv, head, slot, k + head * head_dim, v + head * head_dim, head_dim);
+      }
+    }
+  }
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const int64_t first = segments[s].first_row;
+    attention(ws.q.data() + first * q_dim, *segments[s].memory, layer, n_past[s],
+              segments[s].n_rows, hp_, ws.attn.data() + first * q_dim, pool);
+  }
+  if (options_.attn_output_gate) {
+    for (int64_t i = 0; i < M * q_dim; ++i) ws.attn[i] *= sigmoid(ws.attn_gate[i]);
+  }
+  kernels::matmul(l.wo, ws.attn.data(), M, ws.xn.data(), pool);
 }
 
 void Decoder::add_block_output(const std::vector<float>& post_norm, float* out, float* x,

@@ -3,17 +3,20 @@
 //   x' = h + Wdown(silu(Wgate·n(h)) * Wup·n(h));  logits = Wout·n(x_L)
 // with options for what gemma3 adds: scaled embeddings, post-norms of each block's output
 // (h = x + n(Attn(..))), a GELU FFN, and sliding-window layers (HParams::swa_layers) whose
-// attention sees only the last `sliding_window` rows and uses their own RoPE base.
-// (qwen3moe: x' = h + MoE(n(h)), the mixture of experts of moe.h.)
+// attention sees only the last `sliding_window` rows and uses their own RoPE base; for
+// qwen35, Gated DeltaNet layers (HParams::recurrent_layers) in place of attention and a
+// sigmoid gate on the attention output; for qwen3moe, x' = h + MoE(n(h)) (moe.h).
 // Architecture files read their metadata into HParams + DecoderOptions and hand over here;
 // the weights are typed views into the GGUF mapping the model owns.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/blocks/gated_deltanet.h"
 #include "model/blocks/moe.h"
 #include "model/model.h"
 #include "tensor/matrix.h"
@@ -33,6 +36,10 @@ struct DecoderOptions {
   bool scale_embeddings = false;  // token embeddings times sqrt(n_embd) (gemma)
   FfnActivation ffn_activation = FfnActivation::kSilu;
   bool moe = false;  // the FFN is a mixture of experts (blocks/moe.h; qwen3moe)
+  // W_q gives per head [q | gate]; the attention output is multiplied by sigmoid(gate) (qwen35).
+  bool attn_output_gate = false;
+  std::string ffn_norm = "ffn_norm";  // the pre-FFN norm's tensor (qwen35: post_attention_norm)
+  GatedDeltaNetShape deltanet;        // the recurrent layers' shape, if any
 };
 
 struct DecoderLayer {
@@ -45,7 +52,10 @@ struct DecoderLayer {
   std::vector<float> post_ffn_norm;     // [n_embd], empty unless post_norms
   tensor::Matrix w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]; unset with moe
   std::optional<MoeWeights> moe;        // replaces the dense FFN when options.moe
+  GatedDeltaNetWeights deltanet;        // a recurrent layer's mixer (no attention weights)
 };
+
+struct DecoderWorkspace;
 
 class Decoder final : public Model {
  public:
@@ -61,6 +71,10 @@ class Decoder final : public Model {
                         Workspace& workspace, kernels::ThreadPool& pool) const override;
 
  private:
+  // Attention of one layer over ws.xn: its output projection into ws.xn, its K/V into memory.
+  void attention_mixer(int layer, std::span<const MemorySegment> segments,
+                       std::span<const int64_t> n_past, DecoderWorkspace& ws,
+                       kernels::ThreadPool& pool) const;
   // x += post_norm(out) (or out when there is no post-norm), for M rows; out is overwritten.
   void add_block_output(const std::vector<float>& post_norm, float* out, float* x, int64_t M) const;
 
@@ -77,10 +91,17 @@ class Decoder final : public Model {
 // Every count is checked against sane limits and against the tensors the file holds, before
 // anything is sized by it: FormatError names the file, the key and what was expected;
 // Unsupported names what this build cannot run (rope scaling; experts in a dense architecture).
-// `moe`: the architecture's FFN is a mixture of experts, so expert_count (1..512),
-// expert_used_count (1..expert_count) and expert_feed_forward_length are required and checked
-// against blk.0.ffn_up_exps; otherwise expert counts must be absent or 0.
+// What an architecture tells the reader about its layers: which have no attention (qwen35:
+// heads are checked against the first layer that has), whether W_q holds a gate per query, and
+// whether the FFN is a mixture of experts (qwen3moe: expert_count (1..512), expert_used_count
+// (1..expert_count) and expert_feed_forward_length are then required and checked against
+// blk.0.ffn_up_exps; otherwise expert counts must be absent or 0).
+struct LayerHints {
+  std::function<std::vector<bool>(int64_t n_layer)> recurrent_layers;
+  bool gated_query = false;
+  bool moe = false;
+};
 [[nodiscard]] HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
-                                           bool moe = false);
+                                           const LayerHints& hints = {});
 
 }  // namespace augur::model::blocks

@@ -1,9 +1,9 @@
 // read_decoder_hparams: the `<arch>.*` metadata every decoder shares, checked before anything is
 // sized by it. A count in a GGUF header is only a claim; the tensors are what the file really
 // holds. So each count gets a sane range and is then compared with the tensors it describes:
-// block_count with the blk.N tensors, embedding_length with token_embd, head counts with
-// blk.0.attn_q/attn_k, feed_forward_length with blk.0.ffn_up (the expert counts of a
-// mixture-of-experts architecture with blk.0.ffn_up_exps). A hostile file (block_count 2^31)
+// block_count with the blk.N tensors, embedding_length with token_embd, head counts with the
+// first attention layer's attn_q/attn_k, feed_forward_length with blk.0.ffn_up (the expert counts
+// of a mixture-of-experts architecture with blk.0.ffn_up_exps). A hostile file (block_count 2^31)
 // then fails here, naming the file, the key and the expectation, instead of in an allocation.
 #include <fmt/format.h>
 
@@ -161,8 +161,9 @@ int64_t read_block_count(const MetadataReader& md) {
   return blocks;
 }
 
-// The head counts and head_dim, against blk.0's q and k projections.
-void read_heads(const MetadataReader& md, HParams& hp) {
+// The head counts and head_dim, against the q and k projections of the first attention layer
+// (none: nothing to check them against).
+void read_heads(const MetadataReader& md, HParams& hp, int64_t rows_per_query) {
   hp.n_head = md.count("attention.head_count");
   hp.n_head_kv = md.count("attention.head_count_kv", hp.n_head);
   if (hp.n_head % hp.n_head_kv != 0) {
@@ -186,16 +187,21 @@ void read_heads(const MetadataReader& md, HParams& hp) {
                                     md.key("attention.value_length"), value_length, hp.head_dim));
     }
   }
-  // Both factors are at most 2^31, so the products fit an int64.
-  const auto& wq = md.matrix("blk.0.attn_q.weight");
-  if (wq.ne[1] != hp.q_dim()) {
+  int64_t layer = 0;
+  while (hp.is_recurrent(layer)) ++layer;
+  if (layer == hp.n_layer) return;
+  // Both factors are at most 2^31, so the products fit an int64. A gated query projection
+  // (qwen35) holds a gate row per query row.
+  const auto& wq = md.matrix(fmt::format("blk.{}.attn_q.weight", layer));
+  const int64_t q_rows = rows_per_query * hp.q_dim();
+  if (wq.ne[1] != q_rows) {
     md.fail(
         fmt::format("{} is {} (x head_dim {} = {} query rows), but tensor '{}' has shape {}, "
                     "expected [{}, {}]",
-                    md.key("attention.head_count"), hp.n_head, hp.head_dim, hp.q_dim(), wq.name,
-                    shape_string(wq.ne), hp.n_embd, hp.q_dim()));
+                    md.key("attention.head_count"), hp.n_head, hp.head_dim, q_rows, wq.name,
+                    shape_string(wq.ne), hp.n_embd, q_rows));
   }
-  const auto& wk = md.matrix("blk.0.attn_k.weight");
+  const auto& wk = md.matrix(fmt::format("blk.{}.attn_k.weight", layer));
   if (wk.ne[1] != hp.kv_dim()) {
     md.fail(
         fmt::format("{} is {} (x head_dim {} = {} key rows), but tensor '{}' has shape {}, "
@@ -237,11 +243,12 @@ void read_experts(const MetadataReader& md, HParams& hp) {
 
 }  // namespace
 
-HParams read_decoder_hparams(const gguf::File& file, const std::string& arch, bool moe) {
+HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
+                             const LayerHints& hints) {
   const MetadataReader md(file, arch);
   HParams hp;
   hp.arch = arch;
-  if (!moe) reject_experts(md);
+  if (!hints.moe) reject_experts(md);
 
   hp.n_embd = md.count("embedding_length");
   const auto& embd = md.matrix("token_embd.weight");
@@ -257,9 +264,10 @@ HParams read_decoder_hparams(const gguf::File& file, const std::string& arch, bo
   }
 
   hp.n_layer = read_block_count(md);
-  read_heads(md, hp);
+  if (hints.recurrent_layers) hp.recurrent_layers = hints.recurrent_layers(hp.n_layer);
+  read_heads(md, hp, hints.gated_query ? 2 : 1);
 
-  if (moe) {
+  if (hints.moe) {
     read_experts(md, hp);
   } else {
     hp.n_ff = md.count("feed_forward_length");
