@@ -22,6 +22,7 @@
 #include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/model_loading.h"
 #include "common/error.h"
 
 namespace augur::cli {
@@ -122,6 +123,7 @@ void print_curve_table(const json& report) {
 struct RunArgs {
   bench::BenchRunConfig config;
   std::string arms = "ar";
+  std::string cache_type_k = "f32", cache_type_v = "f32";
   std::string out, svg;
   bool quiet = false;
 };
@@ -166,12 +168,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   r->add_option("-t,--threads", rc.threads, "worker threads (default: all)");
   r->add_option("-c,--ctx-size", rc.n_ctx, "context (default: longest prompt + n-gen + K)");
   r->add_option("--ubatch", rc.ubatch, "prefill ubatch")->capture_default_str();
+  r->add_option("--cache-type-k", run->cache_type_k, "K cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  r->add_option("--cache-type-v", run->cache_type_v, "V cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
   r->add_option("--out", run->out, "report JSON path")->required();
   r->add_option("--svg", run->svg, "write charts into this folder");
   r->add_flag("-q,--quiet", run->quiet, "no progress bar");
   rc.sampler.temperature = 0;
   r->callback([run, &exit_code] {
     run->config.arms = bench::parse_arms(run->arms);
+    run->config.cache_types = parse_cache_types(run->cache_type_k, run->cache_type_v);
     ProgressBar bar(run->quiet);
     const json report = bench::run_benchmark(run->config, std::ref(bar));
     print_run_table(report);
