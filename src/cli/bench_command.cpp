@@ -17,6 +17,7 @@
 
 #include "bench/bench_run.h"
 #include "bench/evidence_gate.h"
+#include "bench/niah.h"
 #include "bench/svg_charts.h"
 #include "bench/verify_curve.h"
 #include "cli/bench_output.h"
@@ -128,6 +129,14 @@ struct RunArgs {
   bool quiet = false;
 };
 
+struct NiahArgs {
+  bench::NiahConfig config;
+  std::string contexts = "512,1024,4096", depths = "0,25,50,75,100";
+  std::string cache_types = "f32,f16,q8_0,q4_0";
+  std::string out;
+  bool quiet = false;
+};
+
 struct CurveArgs {
   bench::VerifyCurveConfig config;
   std::string contexts = "256,1024";
@@ -183,6 +192,43 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     const json report = bench::run_benchmark(run->config, std::ref(bar));
     print_run_table(report);
     exit_code = gate_and_write(report, run->out, run->svg);
+  });
+
+  auto niah = std::make_shared<NiahArgs>();
+  auto* n = bench->add_subcommand("niah", "needle in a haystack: recall per cache type and depth");
+  n->add_option("-m,--model", niah->config.model_path, "GGUF model")->required();
+  n->add_option("--prompts", niah->config.prompts_path,
+                "JSONL whose prompts, joined, are the filler")
+      ->required();
+  n->add_option("--ctx", niah->contexts, "context lengths")->capture_default_str();
+  n->add_option("--depths", niah->depths, "needle depths in % of the filler")
+      ->capture_default_str();
+  n->add_option("--cache-types", niah->cache_types, "K/V cache types (both K and V)")
+      ->capture_default_str();
+  n->add_option("--needles", niah->config.needles, "needles per cell")->capture_default_str();
+  n->add_option("-t,--threads", niah->config.threads, "worker threads (default: all)");
+  n->add_option("--out", niah->out, "report JSON path")->required();
+  n->add_flag("-q,--quiet", niah->quiet, "no progress bar");
+  n->callback([niah, &exit_code] {
+    niah->config.contexts = parse_list(niah->contexts, "--ctx");
+    niah->config.depths_pct.clear();
+    for (int64_t d : parse_list(niah->depths, "--depths")) {
+      niah->config.depths_pct.push_back(static_cast<int>(d));
+    }
+    niah->config.cache_types.clear();
+    std::stringstream names(niah->cache_types);
+    for (std::string name; std::getline(names, name, ',');)
+      niah->config.cache_types.push_back(name);
+    ProgressBar bar(niah->quiet);
+    const json report = bench::run_niah(niah->config, std::ref(bar));
+    for (const auto& cell : report["summary"]) {
+      std::printf("ctx %5lld %-5s recall %.2f  p(value) %.3f  kv %lld bytes\n",
+                  static_cast<long long>(cell["context"].get<int64_t>()),
+                  cell["cache_type"].get<std::string>().c_str(), cell["recall"].get<double>(),
+                  cell["mean_value_prob"].get<double>(),
+                  static_cast<long long>(cell["kv_bytes"].get<int64_t>()));
+    }
+    exit_code = gate_and_write(report, niah->out, "");
   });
 
   auto curve = std::make_shared<CurveArgs>();
