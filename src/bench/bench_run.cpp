@@ -119,21 +119,23 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   const int64_t n_ctx =
       config.n_ctx > 0 ? config.n_ctx : static_cast<int64_t>(longest) + config.n_gen + k_max + 1;
 
-  engine::Generator gen(*target, pool, n_ctx, config.ubatch);
+  const cache::CacheTypes& types = config.cache_types;
+  engine::Generator gen(*target, pool, n_ctx, config.ubatch, types);
   std::vector<std::unique_ptr<spec::DraftSource>> drafters;
   for (const auto& a : config.arms) {
     if (!a.spec) {
       drafters.emplace_back();
     } else if (a.drafter == "model") {
-      drafters.push_back(std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch));
+      drafters.push_back(
+          std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch, -1, types));
     } else if (a.drafter == "ngram") {
       drafters.push_back(std::make_unique<spec::NgramDrafter>(1, a.ngram_max));
     } else if (a.drafter == "auto") {
       drafters.push_back(spec::make_auto_drafter(auto_sources(a), *target, draft.get(), pool, n_ctx,
-                                                 config.ubatch, a.draft_max));
+                                                 config.ubatch, a.draft_max, types));
     } else {
-      drafters.push_back(
-          std::make_unique<spec::ModelDrafter>(*target, pool, n_ctx, config.ubatch, a.layers));
+      drafters.push_back(std::make_unique<spec::ModelDrafter>(*target, pool, n_ctx, config.ubatch,
+                                                              a.layers, types));
     }
   }
   const sampling::Sampler sampler(config.sampler, static_cast<int>(target->hparams().n_vocab));
@@ -164,6 +166,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
                       {"warmup", config.warmup},
                       {"threads", pool.size()},
                       {"ubatch", config.ubatch},
+                      {"cache_type_k", cache::cache_type_name(types.k)},
+                      {"cache_type_v", cache::cache_type_name(types.v)},
                       {"n_ctx", n_ctx},
                       {"ignore_eos", true},
                       {"sampler", sampler_json(config.sampler)},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/arms.h"
+#include "cache/model_cache.h"
 #include "sampling/sampler.h"
 
 namespace augur::bench {
@@ -28,6 +29,7 @@ struct BenchRunConfig {
   int threads = 0;    // 0: hardware threads
   int64_t n_ctx = 0;  // 0: longest prompt + n_gen + the largest K
   int64_t ubatch = 512;
+  cache::CacheTypes cache_types;    // of the target's and the drafters' caches
   sampling::SamplerConfig sampler;  // temperature 0 = greedy arms
   uint64_t seed = 1;
   std::string policy_log_path;  // spec:auto arms write one JSON line per cycle here (optional)

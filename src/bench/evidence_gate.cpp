@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "bench/evidence_measurements.h"
+#include "bench/evidence_niah.h"
 #include "bench/evidence_run.h"
 #include "bench/evidence_serve.h"
 #include "bench/run_report.h"
@@ -91,9 +92,9 @@ std::vector<Violation> check_report(const json& report) {
   }
   const auto kind = schema.string(report, "kind", "report");
   if (kind && *kind != "run" && *kind != "verify-curve" && *kind != "roofline" &&
-      *kind != "serve") {
+      *kind != "serve" && *kind != "niah") {
     schema.defect(fmt::format(
-        "report: kind '{}', expected 'run', 'verify-curve', 'roofline' or 'serve'", *kind));
+        "report: kind '{}', expected 'run', 'verify-curve', 'roofline', 'serve' or 'niah'", *kind));
   }
   std::vector<Violation> out;
   if (!schema.clean()) {  // an unknown schema or kind: nothing else can be read
@@ -116,6 +117,8 @@ std::vector<Violation> check_report(const json& report) {
     if (schema.clean()) evidence = evidence::check_run_evidence(run);
   } else if (*kind == "serve") {
     evidence = evidence::check_serve(report, schema);
+  } else if (*kind == "niah") {
+    evidence = evidence::check_niah(report, schema);
   } else if (*kind == "verify-curve") {
     evidence = evidence::check_verify_curve(report, schema);
   } else {

@@ -40,6 +40,16 @@ gguf::TensorType parse_cache_type(std::string_view name) {
       fmt::format("unknown cache type '{}' (supported: f32, f16, q8_0, q4_0)", name));
 }
 
+std::string_view cache_type_name(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::F32: return "f32";
+    case gguf::TensorType::F16: return "f16";
+    case gguf::TensorType::Q8_0: return "q8_0";
+    case gguf::TensorType::Q4_0: return "q4_0";
+    default: return gguf::type_name(type);
+  }
+}
+
 ModelCache::ModelCache(const model::Model& model, const CacheOptions& options)
     : ModelCache(model.cache_layout(), model.hparams(), options) {}
 

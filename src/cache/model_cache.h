@@ -37,6 +37,15 @@ struct CacheOptions {
 
 // "f32", "f16", "q8_0", "q4_0" (llama.cpp's names); InvalidArgument names the others.
 gguf::TensorType parse_cache_type(std::string_view name);
+// The name parse_cache_type reads for `type`.
+std::string_view cache_type_name(gguf::TensorType type);
+
+// The K and V row types of a session's caches (--cache-type-k / --cache-type-v); a drafter's
+// cache uses its target's.
+struct CacheTypes {
+  gguf::TensorType k = gguf::TensorType::F32;
+  gguf::TensorType v = gguf::TensorType::F32;
+};
 
 class ModelCache final : public Cache, private model::Memory {
  public:

@@ -17,11 +17,13 @@
 
 #include "bench/bench_run.h"
 #include "bench/evidence_gate.h"
+#include "bench/niah.h"
 #include "bench/svg_charts.h"
 #include "bench/verify_curve.h"
 #include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/model_loading.h"
 #include "common/error.h"
 
 namespace augur::cli {
@@ -122,7 +124,16 @@ void print_curve_table(const json& report) {
 struct RunArgs {
   bench::BenchRunConfig config;
   std::string arms = "ar";
+  std::string cache_type_k = "f32", cache_type_v = "f32";
   std::string out, svg;
+  bool quiet = false;
+};
+
+struct NiahArgs {
+  bench::NiahConfig config;
+  std::string contexts = "512,1024,4096", depths = "0,25,50,75,100";
+  std::string cache_types = "f32,f16,q8_0,q4_0";
+  std::string out;
   bool quiet = false;
 };
 
@@ -166,16 +177,58 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   r->add_option("-t,--threads", rc.threads, "worker threads (default: all)");
   r->add_option("-c,--ctx-size", rc.n_ctx, "context (default: longest prompt + n-gen + K)");
   r->add_option("--ubatch", rc.ubatch, "prefill ubatch")->capture_default_str();
+  r->add_option("--cache-type-k", run->cache_type_k, "K cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  r->add_option("--cache-type-v", run->cache_type_v, "V cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
   r->add_option("--out", run->out, "report JSON path")->required();
   r->add_option("--svg", run->svg, "write charts into this folder");
   r->add_flag("-q,--quiet", run->quiet, "no progress bar");
   rc.sampler.temperature = 0;
   r->callback([run, &exit_code] {
     run->config.arms = bench::parse_arms(run->arms);
+    run->config.cache_types = parse_cache_types(run->cache_type_k, run->cache_type_v);
     ProgressBar bar(run->quiet);
     const json report = bench::run_benchmark(run->config, std::ref(bar));
     print_run_table(report);
     exit_code = gate_and_write(report, run->out, run->svg);
+  });
+
+  auto niah = std::make_shared<NiahArgs>();
+  auto* n = bench->add_subcommand("niah", "needle in a haystack: recall per cache type and depth");
+  n->add_option("-m,--model", niah->config.model_path, "GGUF model")->required();
+  n->add_option("--prompts", niah->config.prompts_path,
+                "JSONL whose prompts, joined, are the filler")
+      ->required();
+  n->add_option("--ctx", niah->contexts, "context lengths")->capture_default_str();
+  n->add_option("--depths", niah->depths, "needle depths in % of the filler")
+      ->capture_default_str();
+  n->add_option("--cache-types", niah->cache_types, "K/V cache types (both K and V)")
+      ->capture_default_str();
+  n->add_option("--needles", niah->config.needles, "needles per cell")->capture_default_str();
+  n->add_option("-t,--threads", niah->config.threads, "worker threads (default: all)");
+  n->add_option("--out", niah->out, "report JSON path")->required();
+  n->add_flag("-q,--quiet", niah->quiet, "no progress bar");
+  n->callback([niah, &exit_code] {
+    niah->config.contexts = parse_list(niah->contexts, "--ctx");
+    niah->config.depths_pct.clear();
+    for (int64_t d : parse_list(niah->depths, "--depths")) {
+      niah->config.depths_pct.push_back(static_cast<int>(d));
+    }
+    niah->config.cache_types.clear();
+    std::stringstream names(niah->cache_types);
+    for (std::string name; std::getline(names, name, ',');)
+      niah->config.cache_types.push_back(name);
+    ProgressBar bar(niah->quiet);
+    const json report = bench::run_niah(niah->config, std::ref(bar));
+    for (const auto& cell : report["summary"]) {
+      std::printf("ctx %5lld %-5s recall %.2f  p(value) %.3f  kv %lld bytes\n",
+                  static_cast<long long>(cell["context"].get<int64_t>()),
+                  cell["cache_type"].get<std::string>().c_str(), cell["recall"].get<double>(),
+                  cell["mean_value_prob"].get<double>(),
+                  static_cast<long long>(cell["kv_bytes"].get<int64_t>()));
+    }
+    exit_code = gate_and_write(report, niah->out, "");
   });
 
   auto curve = std::make_shared<CurveArgs>();

@@ -94,11 +94,9 @@ std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
   return draft_model;
 }
 
-std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options,
-                                                     const model::Model& target,
-                                                     const model::Model* draft_model,
-                                                     kernels::ThreadPool& pool, int64_t n_ctx,
-                                                     int64_t ubatch) {
+std::unique_ptr<spec::DraftSource> make_draft_source(
+    const DraftOptions& options, const model::Model& target, const model::Model* draft_model,
+    kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch, cache::CacheTypes cache_types) {
   const DraftKind k = check_options(options);
   const std::string& kind = k.kind;
   const size_t colon = k.colon;
@@ -109,11 +107,11 @@ std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options
             ? spec::all_auto_sources(draft_model != nullptr)
             : spec::parse_auto_sources(std::string_view(kind).substr(colon + 1), "--draft " + kind);
     return spec::make_auto_drafter(sources, target, draft_model, pool, n_ctx, ubatch,
-                                   options.draft_max);
+                                   options.draft_max, cache_types);
   }
   if (k.name == "model" && colon == std::string::npos) {
     AUGUR_CHECK(draft_model != nullptr, "--draft model is given its loaded draft model");
-    return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch);
+    return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, cache_types);
   }
   if (k.name == "ngram") {
     const int n_max = colon == std::string::npos ? 4 : parse_suffix(kind, colon);
@@ -133,7 +131,7 @@ std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options
           fmt::format("--draft {}: depth {} is out of range: the target has {} layers (use 1..{})",
                       kind, depth, n_layer, n_layer));
     }
-    return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth);
+    return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth, cache_types);
   }
   throw InvalidArgument(fmt::format(
       "--draft {} is not a drafter: use auto[:SOURCES], none, model, ngram[:N] or layerskip:L",
@@ -141,10 +139,12 @@ std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options
 }
 
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
-                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
+                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
+                        cache::CacheTypes cache_types) {
   DraftSetup setup;
   setup.draft_model = load_draft_model(options, target);
-  setup.drafter = make_draft_source(options, target, setup.draft_model.get(), pool, n_ctx, ubatch);
+  setup.drafter =
+      make_draft_source(options, target, setup.draft_model.get(), pool, n_ctx, ubatch, cache_types);
   if (!setup.drafter) return setup;
   setup.draft_max = options.draft_max;
   if (!options.policy_log.empty()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cache/model_cache.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
 #include "spec/draft_source.h"
@@ -39,16 +40,15 @@ std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
                                                const model::Model& target);
 // One drafter as the options describe it, over an already loaded draft model; null for --draft
 // none. InvalidArgument names the offending option.
-std::unique_ptr<spec::DraftSource> make_draft_source(const DraftOptions& options,
-                                                     const model::Model& target,
-                                                     const model::Model* draft_model,
-                                                     kernels::ThreadPool& pool, int64_t n_ctx,
-                                                     int64_t ubatch);
+std::unique_ptr<spec::DraftSource> make_draft_source(
+    const DraftOptions& options, const model::Model& target, const model::Model* draft_model,
+    kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch, cache::CacheTypes cache_types = {});
 
 // Validates the combination (InvalidArgument names the offending option; Unsupported for a draft
 // model whose vocabulary differs from the target's) and builds the drafter.
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,
-                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch);
+                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
+                        cache::CacheTypes cache_types = {});
 
 // The `policy` object of --json stats for an auto drafter (cycles per source, AR steps, mean k,
 // predicted vs observed tokens and seconds per cycle); null for any other drafter.

@@ -21,6 +21,25 @@ void RuntimeOptions::add_options(CLI::App& app) {
   app.add_option("--ubatch", ubatch, "max tokens per forward pass during prefill")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  app.add_option("--cache-type-k", cache_type_k, "K cache type: f32, f16, q8_0 or q4_0")
+      ->capture_default_str();
+  app.add_option("--cache-type-v", cache_type_v, "V cache type: f32, f16, q8_0 or q4_0")
+      ->capture_default_str();
+}
+
+cache::CacheTypes RuntimeOptions::cache_types() const {
+  return parse_cache_types(cache_type_k, cache_type_v);
+}
+
+cache::CacheTypes parse_cache_types(const std::string& k, const std::string& v) {
+  const auto parse = [](const std::string& name, const char* option) {
+    try {
+      return cache::parse_cache_type(name);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("{}: {}", option, e.what()));
+    }
+  };
+  return {parse(k, "--cache-type-k"), parse(v, "--cache-type-v")};
 }
 
 int RuntimeOptions::resolved_threads() const {

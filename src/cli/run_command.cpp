@@ -102,8 +102,10 @@ int run(const RunOptions& opt) {
 
   kernels::ThreadPool pool(opt.runtime.resolved_threads());
   const int64_t n_ctx = opt.runtime.resolved_ctx(*model);
-  engine::Generator generator(*model, pool, n_ctx, opt.runtime.ubatch);
-  const DraftSetup draft = make_drafter(opt.draft, *model, pool, n_ctx, opt.runtime.ubatch);
+  const cache::CacheTypes cache_types = opt.runtime.cache_types();
+  engine::Generator generator(*model, pool, n_ctx, opt.runtime.ubatch, cache_types);
+  const DraftSetup draft =
+      make_drafter(opt.draft, *model, pool, n_ctx, opt.runtime.ubatch, cache_types);
   engine::GenerateOptions gen;
   gen.n_predict = opt.n_predict;
   gen.ignore_eos = opt.ignore_eos;
@@ -136,6 +138,8 @@ int run(const RunOptions& opt) {
         {"text", text + tail},     {"stop", std::string(engine::stop_reason_name(result.stop))},
         {"seed", config.seed},     {"stats", stats_json(s, draft.drafter.get())}};
     out["stats"]["memory"] = memory;
+    out["stats"]["cache_type_k"] = cache::cache_type_name(cache_types.k);
+    out["stats"]["cache_type_v"] = cache::cache_type_name(cache_types.v);
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);

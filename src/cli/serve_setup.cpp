@@ -54,6 +54,7 @@ ServeSetup::ServeSetup(const ServeSetupOptions& opt) {
   chat_template_ = std::make_unique<chat::ChatTemplate>(load_chat_template(opt, *model_));
   pool_ = std::make_unique<kernels::ThreadPool>(opt.runtime.resolved_threads());
   n_ctx_ = opt.runtime.resolved_ctx(*model_);
+  const cache::CacheTypes cache_types = opt.runtime.cache_types();
   draft_model_ = load_draft_model(opt.draft, *model_);
   // The sessions' target forwards run as one: room for a prefill ubatch plus a verify of
   // every other session.
@@ -65,11 +66,11 @@ ServeSetup::ServeSetup(const ServeSetupOptions& opt) {
   for (int i = 0; i < opt.parallel; ++i) {
     auto slot = std::make_unique<server::Slot>();
     slot->id = i;
-    slot->generator =
-        std::make_unique<engine::Generator>(*model_, *pool_, n_ctx_, opt.runtime.ubatch);
+    slot->generator = std::make_unique<engine::Generator>(*model_, *pool_, n_ctx_,
+                                                          opt.runtime.ubatch, cache_types);
     slot->generator->set_batcher(batcher_.get(), drafter_batchers_.get());
     slot->drafter = make_draft_source(opt.draft, *model_, draft_model_.get(), *pool_, n_ctx_,
-                                      opt.runtime.ubatch);
+                                      opt.runtime.ubatch, cache_types);
     if (slot->drafter) slot->drafter->share_forwards(*drafter_batchers_);
     slots.push_back(std::move(slot));
   }

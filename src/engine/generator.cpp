@@ -262,9 +262,9 @@ class Generator::Run {
 };
 
 Generator::Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
-                     int64_t ubatch)
+                     int64_t ubatch, cache::CacheTypes types)
     : model_(model),
-      cache_(model, {.capacity = n_ctx, .max_batch = ubatch}),
+      cache_(model, {.capacity = n_ctx, .max_batch = ubatch, .type_k = types.k, .type_v = types.v}),
       eval_(model, pool, ubatch, n_ctx),
       acceptor_(static_cast<int>(model.hparams().n_vocab)),
       logits_(static_cast<size_t>(kMaxDraft + 1) * static_cast<size_t>(model.hparams().n_vocab)),

@@ -97,7 +97,9 @@ using EogPredicate = std::function<bool(int32_t token)>;
 
 class Generator {
  public:
-  Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch);
+  // `types`: the K/V row types of its cache (InvalidArgument for one the head size does not fit).
+  Generator(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
+            cache::CacheTypes types = {});
 
   // InvalidArgument for an empty prompt, one that does not fit the context (with n_predict,
   // when n_predict >= 0), or a draft_max out of range.

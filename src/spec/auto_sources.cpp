@@ -62,14 +62,14 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
                                                const model::Model& target,
                                                const model::Model* draft_model,
                                                kernels::ThreadPool& pool, int64_t n_ctx,
-                                               int64_t ubatch, int k_max) {
+                                               int64_t ubatch, int k_max, cache::CacheTypes types) {
   if (sources.model && !draft_model) {
     throw InvalidArgument("the auto policy's source 'model' needs a draft model: give -md FILE");
   }
   std::vector<std::unique_ptr<DraftSource>> list;
   std::vector<std::string> labels;
   if (sources.model) {
-    list.push_back(std::make_unique<ModelDrafter>(*draft_model, pool, n_ctx, ubatch));
+    list.push_back(std::make_unique<ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, types));
     labels.emplace_back("model");
   }
   if (sources.ngram) {
@@ -78,7 +78,7 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
   }
   if (sources.layerskip) {
     for (const int depth : auto_layerskip_depths(static_cast<int>(target.hparams().n_layer))) {
-      list.push_back(std::make_unique<ModelDrafter>(target, pool, n_ctx, ubatch, depth));
+      list.push_back(std::make_unique<ModelDrafter>(target, pool, n_ctx, ubatch, depth, types));
       labels.push_back(fmt::format("layerskip:{}", depth));
     }
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/model_cache.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
 #include "spec/auto_drafter.h"
@@ -36,6 +37,7 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
                                                const model::Model& target,
                                                const model::Model* draft_model,
                                                kernels::ThreadPool& pool, int64_t n_ctx,
-                                               int64_t ubatch, int k_max);
+                                               int64_t ubatch, int k_max,
+                                               cache::CacheTypes types = {});
 
 }  // namespace augur::spec

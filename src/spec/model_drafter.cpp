@@ -33,10 +33,14 @@ float softmax_probability(std::span<const float> logits, int32_t token) {
 }  // namespace
 
 ModelDrafter::ModelDrafter(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
-                           int64_t ubatch, int n_layers)
+                           int64_t ubatch, int n_layers, cache::CacheTypes types)
     : model_(model),
       n_layers_(checked_layers(model, n_layers)),
-      cache_(model, {.capacity = n_ctx, .max_batch = ubatch, .n_layers = n_layers_}),
+      cache_(model, {.capacity = n_ctx,
+                     .max_batch = ubatch,
+                     .n_layers = n_layers_,
+                     .type_k = types.k,
+                     .type_v = types.v}),
       eval_(model, pool, ubatch, n_ctx),
       logits_(static_cast<size_t>(model.hparams().n_vocab)) {}
 

@@ -24,8 +24,9 @@ class ModelDrafter final : public DraftSource {
  public:
   // n_layers = -1: every layer of `model`; otherwise its first n_layers (1 <= n_layers <=
   // n_layer, InvalidArgument otherwise). n_ctx: the longest context (committed + draft) it sees.
+  // `types`: its cache's K/V row types (the target's).
   ModelDrafter(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
-               int n_layers = -1);
+               int n_layers = -1, cache::CacheTypes types = {});
 
   std::string name() const override { return n_layers_ < 0 ? "model" : "layerskip"; }
   void begin(std::span<const int32_t> prompt) override;

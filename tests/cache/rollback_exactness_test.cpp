@@ -239,16 +239,19 @@ TEST_P(RollbackExactness, CacheEqualsArCacheAfterEveryCycle) {
               out.cycles, out.rejections);
 }
 
-INSTANTIATE_TEST_SUITE_P(Caches, RollbackExactness,
-                         ::testing::Values(Case{"llama_full_f32", "tiny-llama"},
-                                           Case{"llama_full_q8_0", "tiny-llama", "q8_0"},
-                                           Case{"gemma3_ring_f32", "tiny-gemma3"},
-                                           Case{"gemma3_ring_f16", "tiny-gemma3", "f16"},
-                                           Case{"gemma3_ring_q8_0", "tiny-gemma3", "q8_0"},
-                                           Case{"gemma3_ring_q4_0", "tiny-gemma3", "q4_0"},
-                                           Case{"gemma3_ring_of_window_slots", "tiny-gemma3", "f32",
-                                                Defect::kRingOfWindowSlots}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Caches, RollbackExactness,
+    ::testing::Values(
+        Case{"llama_full_f32", "tiny-llama"}, Case{"llama_full_q8_0", "tiny-llama", "q8_0"},
+        Case{"gemma3_ring_f32", "tiny-gemma3"}, Case{"gemma3_ring_f16", "tiny-gemma3", "f16"},
+        Case{"gemma3_ring_q8_0", "tiny-gemma3", "q8_0"},
+        Case{"gemma3_ring_q4_0", "tiny-gemma3", "q4_0"}, Case{"qwen3moe_full_f32", "tiny-qwen3moe"},
+        Case{"qwen35_hybrid_f32", "tiny-qwen35"}, Case{"qwen35_hybrid_q8_0", "tiny-qwen35", "q8_0"},
+        Case{"gemma3_ring_of_window_slots", "tiny-gemma3", "f32", Defect::kRingOfWindowSlots},
+        Case{"qwen35_state_of_keep_plus_one", "tiny-qwen35", "f32", Defect::kStateOfKeepPlusOne},
+        Case{"qwen35_conv_window_left_behind", "tiny-qwen35", "f32",
+             Defect::kConvWindowLeftBehind}),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace augur::cache

@@ -3,8 +3,10 @@
 // (n-gram, layer-skip, a separate draft model: zoo-draft for zoo-target, one fixture for another;
 // and the auto policy, which varies the source and k from cycle to cycle), k in {1, 2, 4, 8, 16},
 // over 256 generated tokens, with a small ubatch so the prompt and the k+1-row verifies cross
-// ubatch boundaries. The drafter must really have run (drafted > 0), or the comparison would prove
-// nothing.
+// ubatch boundaries. Quantized K/V caches (q8_0, q4_0; the drafters' caches too) keep the
+// equality: rows are quantized when written and every row's attention depends only on its own
+// rows, so a verify row sees exactly what the AR step saw (k in {1, 4, 8}). The drafter must
+// really have run (drafted > 0), or the comparison would prove nothing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,6 +39,8 @@ struct Case {
   std::vector<std::string> drafters;
   int64_t ubatch = 8;
   float repeat_penalty = 1.0f;
+  std::string cache_type = "f32";  // K and V cache type of the target and the drafters
+  std::vector<int> draft_lengths;  // empty: kDraftLengths
 };
 
 // A prompt longer than the ubatch: the fixtures' third prompt, or two zoo prompts joined.
@@ -66,24 +70,29 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
   const bool trimmed =
       kernels::current_isa() == kernels::Isa::kScalar && c.target.rfind("models/", 0) == 0;
   const int generated = trimmed ? kGeneratedPortableZoo : kGenerated;
-  const std::span<const int> draft_lengths = trimmed
-                                                 ? std::span<const int>(kDraftLengthsPortableZoo)
-                                                 : std::span<const int>(kDraftLengths);
+  const std::span<const int> draft_lengths =
+      !c.draft_lengths.empty() ? std::span<const int>(c.draft_lengths)
+      : trimmed                ? std::span<const int>(kDraftLengthsPortableZoo)
+                               : std::span<const int>(kDraftLengths);
+  const gguf::TensorType cache_type = cache::parse_cache_type(c.cache_type);
+  const cache::CacheTypes types{cache_type, cache_type};
   const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + generated + 32;
   const auto sampler = testing::make_sampler(*target, 0.0f, c.repeat_penalty);
   GenerateOptions opt;
   opt.n_predict = generated;
   opt.ignore_eos = true;
 
-  Generator ar_gen(*target, pool, n_ctx, c.ubatch);
+  Generator ar_gen(*target, pool, n_ctx, c.ubatch, types);
   sampling::SeededRng rng(1);
   const auto ar = ar_gen.generate(prompt, sampler, rng, opt, kNeverEog).tokens;
   ASSERT_EQ(static_cast<int>(ar.size()), generated);
 
   for (const auto& kind : c.drafters) {
     // One generator and drafter for every k: later runs also exercise prefix reuse.
-    Generator gen(*target, pool, n_ctx, c.ubatch);
-    auto holder = testing::make_test_drafter(kind, *target, pool, n_ctx, c.ubatch);
+    Generator gen(*target, pool, n_ctx, c.ubatch, types);
+    ASSERT_EQ(gen.cache().type_k(), cache_type);
+    auto holder = testing::make_test_drafter(kind, *target, pool, n_ctx, c.ubatch, types);
+    if (holder.model_drafter) ASSERT_EQ(holder.model_drafter->cache().type_v(), cache_type);
     if (holder.draft_model) {
       // What the CLI checks before it lets a draft model draft (spec/vocab_match.h).
       EXPECT_NO_THROW(spec::check_same_vocabulary(*target, *holder.draft_model)) << kind;
@@ -182,7 +191,29 @@ INSTANTIATE_TEST_SUITE_P(
              "models/zoo-target-q8_0.gguf",
              {"model:" + kZooDraft, "ngram", "auto+model:" + kZooDraft},
              16,
-             1.3f}),
+             1.3f},
+        // Quantized K/V caches.
+        Case{"tiny_llama_kv_q4_0",
+             "fixtures/tiny-llama.gguf",
+             {"ngram", "layerskip:1"},
+             8,
+             1.0f,
+             "q4_0",
+             {1, 4, 8}},
+        Case{"zoo_q8_0_kv_q8_0",
+             "models/zoo-target-q8_0.gguf",
+             {"model:" + kZooDraft, "ngram"},
+             16,
+             1.0f,
+             "q8_0",
+             {1, 4, 8}},
+        Case{"zoo_q8_0_kv_q4_0",
+             "models/zoo-target-q8_0.gguf",
+             {"model:" + kZooDraft, "ngram", "layerskip:4"},
+             16,
+             1.0f,
+             "q4_0",
+             {1, 4, 8}}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

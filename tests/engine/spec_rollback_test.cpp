@@ -1,7 +1,8 @@
 // Rollback: after every speculative cycle, the target cache and the drafter's cache hold exactly
 // rows of committed tokens, bit for bit the rows a fresh AR evaluation of those tokens computes
 // (kernels are batch-invariant, tests/model/batch_invariance_test.cpp), and nothing else: no
-// pending rows, no row of a rejected draft. The checker itself is shown to catch a planted stale
+// pending rows, no row of a rejected draft — in F32 and in quantized (q8_0, q4_0) caches, whose
+// stored blocks are compared. The checker itself is shown to catch a planted stale
 // row (a "trim" that did nothing).
 #include <gtest/gtest.h>
 
@@ -20,8 +21,10 @@ using testing::kNeverEog;
 
 // K/V rows of `tokens` evaluated from scratch by `m` (first n_layers layers; -1 = all).
 cache::ModelCache fresh_rows(const model::Model& m, kernels::ThreadPool& pool,
-                             const std::vector<int32_t>& tokens, int64_t capacity, int n_layers) {
-  cache::ModelCache cache(m, {.capacity = capacity, .n_layers = n_layers});
+                             const std::vector<int32_t>& tokens, int64_t capacity, int n_layers,
+                             cache::CacheTypes types = {}) {
+  cache::ModelCache cache(
+      m, {.capacity = capacity, .n_layers = n_layers, .type_k = types.k, .type_v = types.v});
   model::Evaluator eval(m, pool, 64, capacity);
   std::vector<int32_t> positions(tokens.size());
   std::iota(positions.begin(), positions.end(), 0);
@@ -37,9 +40,9 @@ bool has_recurrent_layer(const cache::ModelCache& c) {
   return false;
 }
 
-// Empty when the first n rows of `got` equal those of `want` bitwise — K/V rows, and each
-// recurrent layer's state (which is that of all rows, so `want` must hold exactly n); else names
-// the first difference.
+// Empty when the first n rows of `got` equal those of `want` bitwise — K/V rows as stored (F32
+// floats or q8_0/q4_0 blocks), and each recurrent layer's state (which is that of all rows, so
+// `want` must hold exactly n); else names the first difference.
 std::string first_row_difference(const cache::ModelCache& got, const cache::ModelCache& want,
                                  int64_t n) {
   for (int layer = 0; layer < got.n_layers(); ++layer) {
@@ -53,10 +56,14 @@ std::string first_row_difference(const cache::ModelCache& got, const cache::Mode
     }
     for (int head = 0; head < got.n_heads(); ++head) {
       for (int64_t row = 0; row < n; ++row) {
-        const auto k = got.key_row(layer, head, row);
-        const auto v = got.value_row(layer, head, row);
-        if (std::memcmp(k.data(), want.key_row(layer, head, row).data(), k.size_bytes()) != 0 ||
-            std::memcmp(v.data(), want.value_row(layer, head, row).data(), v.size_bytes()) != 0) {
+        // Stored bytes: F32 floats or the quantized blocks of q8_0/q4_0 rows.
+        const auto k = got.key_bytes(layer, head, row);
+        const auto v = got.value_bytes(layer, head, row);
+        const auto want_k = want.key_bytes(layer, head, row);
+        const auto want_v = want.value_bytes(layer, head, row);
+        if (k.size() != want_k.size() || v.size() != want_v.size() ||
+            std::memcmp(k.data(), want_k.data(), k.size()) != 0 ||
+            std::memcmp(v.data(), want_v.data(), v.size()) != 0) {
           return "layer " + std::to_string(layer) + " head " + std::to_string(head) + " row " +
                  std::to_string(row);
         }
@@ -71,11 +78,12 @@ std::string first_row_difference(const cache::ModelCache& got, const cache::Mode
 std::string difference_from_fresh(const cache::ModelCache& got, const cache::ModelCache& full,
                                   const model::Model& m, kernels::ThreadPool& pool,
                                   const std::vector<int32_t>& tokens, int64_t capacity,
-                                  int n_layers) {
+                                  int n_layers, cache::CacheTypes types = {}) {
   if (!has_recurrent_layer(got) || got.size() == 0)
     return first_row_difference(got, full, got.size());
   const std::vector<int32_t> held(tokens.begin(), tokens.begin() + got.size());
-  return first_row_difference(got, fresh_rows(m, pool, held, capacity, n_layers), got.size());
+  return first_row_difference(got, fresh_rows(m, pool, held, capacity, n_layers, types),
+                              got.size());
 }
 
 struct Case {
@@ -83,6 +91,7 @@ struct Case {
   std::string drafter;  // as testing::make_test_drafter
   float temperature;
   std::string fixture;  // target: this fixture on one of its own prompts; empty = zoo-target
+  std::string cache_type = "f32";  // K and V, target and drafter
 };
 
 class SpecRollback : public ::testing::TestWithParam<Case> {};
@@ -101,6 +110,8 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
                 .get<std::vector<int32_t>>();
   constexpr int64_t kCtx = 256;
   const auto sampler = testing::make_sampler(*target, c.temperature);
+  const gguf::TensorType type = cache::parse_cache_type(c.cache_type);
+  const cache::CacheTypes types{type, type};
   GenerateOptions opt;
   // 96 tokens; 48 on the portable kernel path (AUGUR_ISA=scalar, CMakeLists.txt), which runs the
   // zoo models about 28x slower (measured 153 s against 5.5 s for the four drafters): still
@@ -113,23 +124,23 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
   // fresh rows of them.
   std::vector<int32_t> committed;
   {
-    Generator gen(*target, pool, kCtx, 16);
-    auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16);
+    Generator gen(*target, pool, kCtx, 16, types);
+    auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16, types);
     opt.drafter = h.drafter.get();
     sampling::SeededRng rng(11);
     const auto r = gen.generate(prompt, sampler, rng, opt, kNeverEog);
     committed = prompt;
     committed.insert(committed.end(), r.tokens.begin(), r.tokens.end());
   }
-  const auto want_target = fresh_rows(*target, pool, committed, kCtx, -1);
+  const auto want_target = fresh_rows(*target, pool, committed, kCtx, -1, types);
 
-  Generator gen(*target, pool, kCtx, 16);
-  auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16);
+  Generator gen(*target, pool, kCtx, 16, types);
+  auto h = testing::make_test_drafter(c.drafter, *target, pool, kCtx, 16, types);
   std::unique_ptr<cache::ModelCache> want_drafter;
   if (h.model_drafter) {
     const model::Model& dm = h.draft_model ? *h.draft_model : *target;
-    want_drafter =
-        std::make_unique<cache::ModelCache>(fresh_rows(dm, pool, committed, kCtx, h.n_layers));
+    want_drafter = std::make_unique<cache::ModelCache>(
+        fresh_rows(dm, pool, committed, kCtx, h.n_layers, types));
   }
   opt.drafter = h.drafter.get();
   int cycles = 0, cycles_with_rejection = 0;
@@ -144,7 +155,7 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
     EXPECT_EQ(tc.pending(), 0);
     EXPECT_EQ(tc.size(), static_cast<int64_t>(now.size()) - 1) << "cycle " << cycles;
     EXPECT_TRUE(std::equal(gen.cached_tokens().begin(), gen.cached_tokens().end(), now.begin()));
-    EXPECT_EQ(difference_from_fresh(tc, want_target, *target, pool, now, kCtx, -1), "")
+    EXPECT_EQ(difference_from_fresh(tc, want_target, *target, pool, now, kCtx, -1, types), "")
         << "target, cycle " << cycles;
     if (h.model_drafter) {
       // Drafter: a prefix of the committed tokens, lagging by at most the carry and one fully
@@ -158,7 +169,8 @@ TEST_P(SpecRollback, CachesHoldExactlyTheCommittedRowsAfterEveryCycle) {
       EXPECT_TRUE(std::equal(dt.begin(), dt.end(), now.begin()))
           << "drafter holds a non-committed token";
       const model::Model& dm = h.draft_model ? *h.draft_model : *target;
-      EXPECT_EQ(difference_from_fresh(dc, *want_drafter, dm, pool, now, kCtx, h.n_layers), "")
+      EXPECT_EQ(difference_from_fresh(dc, *want_drafter, dm, pool, now, kCtx, h.n_layers, types),
+                "")
           << "drafter, cycle " << cycles;
     }
   };
@@ -180,7 +192,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"LayerSkipSampled", "layerskip:3", 0.8f}, Case{"NgramGreedy", "ngram", 0.0f},
         // Hybrid (Gated DeltaNet + attention): the recurrent states rolled back to the kept row.
         Case{"Qwen35LayerSkipSampled", "layerskip:1", 0.8f, "tiny-qwen35"},
-        Case{"Qwen35NgramSampled", "ngram", 0.8f, "tiny-qwen35"}),
+        Case{"Qwen35NgramSampled", "ngram", 0.8f, "tiny-qwen35"},
+        Case{"DraftModelGreedyKvQ8_0",
+             "model:" + (testing::models_dir() / "zoo-draft-f16.gguf").string(), 0.0f, "", "q8_0"},
+        Case{"DraftModelSampledKvQ4_0",
+             "model:" + (testing::models_dir() / "zoo-draft-f16.gguf").string(), 0.8f, "", "q4_0"},
+        Case{"LayerSkipSampledKvQ4_0", "layerskip:3", 0.8f, "", "q4_0"},
+        Case{"NgramGreedyKvQ8_0", "ngram", 0.0f, "", "q8_0"}),
     [](const auto& info) { return info.param.name; });
 
 // The checker catches a cache that kept a rejected draft's row: evaluate a wrong token where a

@@ -16,10 +16,11 @@ namespace augur::testing {
 
 struct ModelSession {
   ModelSession(const std::filesystem::path& path, int64_t ubatch = 512, int64_t n_ctx = 512,
-               int threads = 2)
+               int threads = 2, cache::CacheTypes types = {})
       : model(model::load_model(path)),
         pool(threads),
-        cache(*model, {.capacity = n_ctx, .max_batch = ubatch}),
+        cache(*model,
+              {.capacity = n_ctx, .max_batch = ubatch, .type_k = types.k, .type_v = types.v}),
         eval(*model, pool, ubatch, n_ctx) {}
 
   int64_t n_vocab() const { return model->hparams().n_vocab; }

@@ -29,23 +29,24 @@ struct DrafterHolder {
 };
 
 inline DrafterHolder make_test_drafter(const std::string& kind, const model::Model& target,
-                                       kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch) {
+                                       kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
+                                       cache::CacheTypes types = {}) {
   DrafterHolder h;
   if (kind == "ngram") {
     h.drafter = std::make_unique<spec::NgramDrafter>(1, 4);
   } else if (kind.rfind("layerskip:", 0) == 0) {
     h.n_layers = std::stoi(kind.substr(10));
-    auto d = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, h.n_layers);
+    auto d = std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, h.n_layers, types);
     h.model_drafter = d.get();
     h.drafter = std::move(d);
   } else if (kind == "auto" || kind.rfind("auto+model:", 0) == 0) {
     if (kind != "auto") h.draft_model = model::load_model(kind.substr(11));
     h.drafter =
         spec::make_auto_drafter(spec::all_auto_sources(h.draft_model != nullptr), target,
-                                h.draft_model.get(), pool, n_ctx, ubatch, engine::kMaxDraft);
+                                h.draft_model.get(), pool, n_ctx, ubatch, engine::kMaxDraft, types);
   } else if (kind.rfind("model:", 0) == 0) {
     h.draft_model = model::load_model(kind.substr(6));
-    auto d = std::make_unique<spec::ModelDrafter>(*h.draft_model, pool, n_ctx, ubatch);
+    auto d = std::make_unique<spec::ModelDrafter>(*h.draft_model, pool, n_ctx, ubatch, -1, types);
     h.model_drafter = d.get();
     h.drafter = std::move(d);
   } else {

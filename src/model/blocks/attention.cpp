@@ -5,7 +5,11 @@
 #include <cstring>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/attention_ops.h"
+#include "kernels/attention_quantized_keys.h"
+#include "kernels/quantize_activations.h"
+#include "tensor/blocks.h"
 #include "tensor/matrix.h"
 #include "tensor/quantize.h"
 
@@ -16,6 +20,8 @@ namespace {
 // key and value row is loaded once per L1 visit for all of them (the kernels share reads only,
 // never arithmetic).
 constexpr int64_t kSharedQueries = 4;
+// Most query heads per kv head attention_gathered takes (GQA groups in use are 1..16).
+constexpr int64_t kMaxGroup = 64;
 
 // Index of the slot-th item in the order 0, n-1, 1, n-2, ...: batch row i attends to n_past+i+1
 // keys, so in this order any run of slots costs about the same per slot, and the pool's
@@ -101,44 +107,124 @@ const float* gather(bool keys, const KvRows& kv, int64_t head, int64_t first, in
   return buffer.data();
 }
 
-// Any layer: each (kv head, batch row) gathers the rows that row sees, in row order.
+// Key rows [first, first + n) of one kv head as stored bytes, contiguous: in place unless they wrap
+// around the ring, else copied into `buffer`. [n, k_row_bytes]
+const uint8_t* gather_key_bytes(const KvRows& kv, int64_t head, int64_t first, int64_t n,
+                                std::vector<uint8_t>& buffer) {
+  if (first % kv.slots + n <= kv.slots) return kv.key(head, first);
+  if (buffer.size() < n * kv.k_row_bytes) buffer.resize(n * kv.k_row_bytes);
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(buffer.data() + i * kv.k_row_bytes, kv.key(head, first + i), kv.k_row_bytes);
+  }
+  return buffer.data();
+}
+
+// Per-thread buffers of attention_gathered, grown to the longest context seen; never per token.
+struct GatherScratch {
+  std::vector<float> scores, keys, values;
+  std::vector<uint8_t> key_bytes;
+  std::vector<float> q_f16;     // [group, head_dim] queries rounded to F16 (F16 keys)
+  std::vector<int8_t> q_codes;  // [group, head_dim] queries in Q8_0 (Q8_0/Q4_0 keys)
+  std::vector<float> q_scales;  // [group, head_dim / 32]
+};
+
+// scores[i * n + key] = q_i . K[first + key] * scale for the `group` query heads of one kv head
+// (contiguous q rows), with q converted to K's vec_dot_type as llama.cpp does: F32 keys use q as
+// it is; F16 keys see q rounded to F16 (ggml_vec_dot_f16 then has ggml_vec_dot_f32's operations on
+// the widened values, which the float kernel repeats); Q8_0/Q4_0 keys see q in Q8_0 and integer
+// block dots (kernels/attention_quantized_keys.h).
+void key_scores(const float* q, int64_t group, const KvRows& kv, int64_t head, int64_t first,
+                int64_t n, int64_t head_dim, float scale, GatherScratch& s) {
+  const gguf::TensorType type = kv.k_type;
+  if (type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0) {
+    s.q_codes.resize(group * head_dim);
+    s.q_scales.resize(group * head_dim / 32);
+    kernels::quantize_rows_q8_0(q, group, head_dim, s.q_codes.data(), s.q_scales.data());
+    const uint8_t* keys = gather_key_bytes(kv, head, first, n, s.key_bytes);
+    kernels::attention_scores_q8(type, s.q_codes.data(), s.q_scales.data(), group, keys,
+                                 kv.k_row_bytes, n, head_dim, scale, s.scores.data());
+    return;
+  }
+  const float* queries = q;
+  if (type == gguf::TensorType::F16) {
+    s.q_f16.resize(group * head_dim);
+    for (int64_t i = 0; i < group * head_dim; ++i) {
+      s.q_f16[i] = tensor::fp16_to_fp32(tensor::fp32_to_fp16(q[i]));
+    }
+    queries = s.q_f16.data();
+  }
+  const float* keys = gather(true, kv, head, first, n, head_dim, s.keys);
+  const float* q_rows[kMaxGroup];
+  float* score_rows[kMaxGroup];
+  int64_t n_keys[kMaxGroup];
+  for (int64_t i = 0; i < group; ++i) {
+    q_rows[i] = queries + i * head_dim;
+    score_rows[i] = s.scores.data() + i * n;
+    n_keys[i] = n;
+  }
+  kernels::attention_scores_multi(q_rows, group, keys, n_keys, head_dim, scale, score_rows);
+}
+
+// Any layer: each (kv head, batch row) gathers the rows that row sees, in row order. Values of any
+// type are decoded to floats and weighted in float (llama.cpp allows a quantized V only with flash
+// attention, which also widens V rows to f32 before accumulating them).
 void attention_gathered(const float* q, const KvRows& kv, int64_t n_past, int64_t M,
                         const HParams& hp, float* out, kernels::ThreadPool& pool) {
   const int64_t head_dim = hp.head_dim;
   const int64_t q_dim = hp.q_dim();
   const int64_t group = hp.n_head / hp.n_head_kv;
+  AUGUR_CHECK(group <= kMaxGroup, "query heads per kv head within kMaxGroup");
   const float scale = kq_scale(hp);
   pool.parallel_for(hp.n_head_kv * M, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scores, key_buffer, value_buffer;
-    std::vector<const float*> q_rows(static_cast<size_t>(group));
-    std::vector<float*> score_rows(static_cast<size_t>(group)), out_rows(q_rows.size());
-    std::vector<int64_t> n_keys(q_rows.size());
+    thread_local GatherScratch s;
+    float* score_rows[kMaxGroup];
+    float* out_rows[kMaxGroup];
+    int64_t n_keys[kMaxGroup];
     for (int64_t item = begin; item < end; ++item) {
       const int64_t kv_head = item / M;
       const int64_t row = balanced(item % M, M);
       const int64_t last = n_past + row;
       const int64_t first = kv.first_visible(last);
       const int64_t n = last - first + 1;
-      if (static_cast<int64_t>(scores.size()) < group * n) scores.resize(group * n);
+      if (static_cast<int64_t>(s.scores.size()) < group * n) s.scores.resize(group * n);
       for (int64_t i = 0; i < group; ++i) {
         const int64_t head = kv_head * group + i;
-        q_rows[i] = q + row * q_dim + head * head_dim;
         out_rows[i] = out + row * q_dim + head * head_dim;
-        score_rows[i] = scores.data() + i * n;
+        score_rows[i] = s.scores.data() + i * n;
         n_keys[i] = n;
       }
-      const float* keys = gather(true, kv, kv_head, first, n, head_dim, key_buffer);
-      kernels::attention_scores_multi(q_rows.data(), group, keys, n_keys.data(), head_dim, scale,
-                                      score_rows.data());
-      const float* values = gather(false, kv, kv_head, first, n, head_dim, value_buffer);
+      const float* q_group = q + row * q_dim + kv_head * group * head_dim;  // [group, head_dim]
+      key_scores(q_group, group, kv, kv_head, first, n, head_dim, scale, s);
+      const float* values = gather(false, kv, kv_head, first, n, head_dim, s.values);
       for (int64_t i = 0; i < group; ++i) {
         kernels::softmax_inplace(score_rows[i], n);
         std::fill(out_rows[i], out_rows[i] + head_dim, 0.0f);
       }
-      kernels::attention_weighted_sum_multi(score_rows.data(), group, values, n_keys.data(),
-                                            head_dim, out_rows.data());
+      kernels::attention_weighted_sum_multi(score_rows, group, values, n_keys, head_dim, out_rows);
     }
   });
+}
+
+// One K or V row in the cache type, quantized as llama.cpp's cache write does (ggml-cpu's
+// from_float of the type): Q8_0 by the x86 quantize_row_q8_0 (rounding to nearest even, which
+// kernels::quantize_rows_q8_0 repeats), the others by the reference quantizers.
+void store_row(gguf::TensorType type, const float* x, uint8_t* dst, int64_t n) {
+  if (type == gguf::TensorType::F32) {
+    std::memcpy(dst, x, sizeof(float) * n);
+  } else if (type == gguf::TensorType::Q8_0) {
+    thread_local std::vector<int8_t> codes;  // [n]
+    thread_local std::vector<float> scales;  // [n / 32]
+    codes.resize(n);
+    scales.resize(n / 32);
+    kernels::quantize_rows_q8_0(x, 1, n, codes.data(), scales.data());
+    auto* blocks = reinterpret_cast<tensor::BlockQ8_0*>(dst);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      blocks[b].d = tensor::fp32_to_fp16(scales[b]);  // exact: the scale is an fp16 value
+      std::memcpy(blocks[b].qs, codes.data() + 32 * b, 32);
+    }
+  } else {
+    tensor::quantize_row(type, x, dst, n);
+  }
 }
 
 }  // namespace
@@ -156,16 +242,8 @@ void attention(const float* q, Memory& memory, int layer, int64_t n_past, int64_
 
 void write_kv(const KvRows& kv, int64_t head, int64_t row, const float* k, const float* v,
               int64_t head_dim) {
-  if (kv.k_type == gguf::TensorType::F32) {
-    std::memcpy(kv.key(head, row), k, sizeof(float) * head_dim);
-  } else {
-    tensor::quantize_row(kv.k_type, k, kv.key(head, row), head_dim);
-  }
-  if (kv.v_type == gguf::TensorType::F32) {
-    std::memcpy(kv.value(head, row), v, sizeof(float) * head_dim);
-  } else {
-    tensor::quantize_row(kv.v_type, v, kv.value(head, row), head_dim);
-  }
+  store_row(kv.k_type, k, kv.key(head, row), head_dim);
+  store_row(kv.v_type, v, kv.value(head, row), head_dim);
 }
 
 }  // namespace augur::model::blocks
