@@ -4,28 +4,11 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "tensor/block_decode.h"
 #include "tensor/blocks.h"
 #include "tensor/matrix.h"
 
 namespace augur::kernels {
-namespace {
-
-// Signed codes of block `block` of a key row, and its scale.
-float key_block(gguf::TensorType type, const uint8_t* row, int64_t block, int8_t* codes) {
-  if (type == gguf::TensorType::Q8_0) {
-    const auto& b = reinterpret_cast<const tensor::BlockQ8_0*>(row)[block];
-    std::memcpy(codes, b.qs, 32);
-    return tensor::fp16_to_fp32(b.d);
-  }
-  const auto& b = reinterpret_cast<const tensor::BlockQ4_0*>(row)[block];
-  for (int i = 0; i < 16; ++i) {
-    codes[i] = static_cast<int8_t>((b.qs[i] & 0x0F) - 8);
-    codes[i + 16] = static_cast<int8_t>((b.qs[i] >> 4) - 8);
-  }
-  return tensor::fp16_to_fp32(b.d);
-}
-
-}  // namespace
 
 void attention_scores_q8(gguf::TensorType key_type, const int8_t* q_codes, const float* q_scales,
                          int64_t n_queries, const uint8_t* keys, size_t key_row_bytes,
@@ -39,7 +22,7 @@ void attention_scores_q8(gguf::TensorType key_type, const int8_t* q_codes, const
     for (int64_t m = 0; m < n_queries; ++m) out[m * n_keys + key] = 0.0f;
     // Each block's codes are decoded once for every query; each query keeps its own chain.
     for (int64_t block = 0; block < blocks; ++block) {
-      const float d_k = key_block(key_type, row, block, codes);
+      const float d_k = tensor::block_codes_q8_0_q4_0(key_type, row, block, codes);
       for (int64_t m = 0; m < n_queries; ++m) {
         const int8_t* q = q_codes + m * head_dim + 32 * block;
         int32_t sum = 0;

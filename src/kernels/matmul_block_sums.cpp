@@ -7,28 +7,11 @@
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "tensor/block_decode.h"
 #include "tensor/blocks.h"
 #include "tensor/matrix.h"
 
 namespace augur::kernels::detail {
-namespace {
-
-// Signed codes of block s of a weight row, and its scale.
-float block_codes(gguf::TensorType type, const uint8_t* row, int64_t s, int8_t* q) {
-  if (type == gguf::TensorType::Q8_0) {
-    const auto& block = reinterpret_cast<const tensor::BlockQ8_0*>(row)[s];
-    std::memcpy(q, block.qs, 32);
-    return tensor::fp16_to_fp32(block.d);
-  }
-  const auto& block = reinterpret_cast<const tensor::BlockQ4_0*>(row)[s];
-  for (int i = 0; i < 16; ++i) {
-    q[i] = static_cast<int8_t>((block.qs[i] & 0x0F) - 8);
-    q[i + 16] = static_cast<int8_t>((block.qs[i] >> 4) - 8);
-  }
-  return tensor::fp16_to_fp32(block.d);
-}
-
-}  // namespace
 
 void matmul_rows_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   AUGUR_CHECK(a.type == gguf::TensorType::Q8_0 || a.type == gguf::TensorType::Q4_0,
@@ -40,7 +23,7 @@ void matmul_rows_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_
     for (int64_t m = 0; m < a.M; ++m) {
       float acc = 0.0f;
       for (int64_t s = 0; s < blocks; ++s) {
-        const float dw = block_codes(a.type, row, s, q);
+        const float dw = tensor::block_codes_q8_0_q4_0(a.type, row, s, q);
         const int8_t* x = a.xq + m * a.cols + 32 * s;
         int32_t sum = 0;
         for (int i = 0; i < 32; ++i) sum += int32_t{q[i]} * int32_t{x[i]};

@@ -56,6 +56,23 @@ inline void decode_q4_0(const BlockQ4_0& b, float* out) {  // out: [32]
   }
 }
 
+// The signed codes of block `index` of a Q8_0 or Q4_0 row (nibble - 8 for Q4_0), and the block's
+// scale: what integer dot products read instead of decoded floats.
+inline float block_codes_q8_0_q4_0(gguf::TensorType type, const uint8_t* row, int64_t index,
+                                   int8_t* codes) {  // codes: [32]
+  if (type == gguf::TensorType::Q8_0) {
+    const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[index];
+    std::memcpy(codes, b.qs, 32);
+    return load_fp16(b.d);
+  }
+  const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[index];
+  for (int i = 0; i < 16; ++i) {
+    codes[i] = static_cast<int8_t>((b.qs[i] & 0x0F) - 8);
+    codes[i + 16] = static_cast<int8_t>((b.qs[i] >> 4) - 8);
+  }
+  return load_fp16(b.d);
+}
+
 // ggml's dequantize_row_q5_0: ((nibble | fifth bit << 4) - 16) * d, one rounding.
 inline void decode_q5_0(const BlockQ5_0& b, float* out) {  // out: [32]
   const float d = load_fp16(b.d);
