@@ -19,7 +19,9 @@
 #include "engine/generator.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
+#include "spec/argmax_drafts.h"
 #include "spec/auto_sources.h"
+#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -83,10 +85,11 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   if (config.n_gen < 1) throw InvalidArgument("--n-gen must be at least 1");
   config.sampler.validate();
   const bool have_draft = !config.draft_path.empty();
+  const bool have_head = !config.head_path.empty();
   // The sources each auto arm plans over: the ones it names, or all at hand.
   const auto auto_sources = [&](const ArmSpec& a) {
     return a.auto_sources.empty()
-               ? spec::all_auto_sources(have_draft)
+               ? spec::all_auto_sources(have_draft, have_head)
                : spec::parse_auto_sources(a.auto_sources, fmt::format("arm '{}'", a.name));
   };
   const auto uses_draft = [&](const ArmSpec& a) {
@@ -99,6 +102,17 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   if (!needs_draft && have_draft) {
     throw InvalidArgument("-md given but no spec:model or spec:auto arm uses it");
   }
+  const auto uses_head = [&](const ArmSpec& a) {
+    return a.drafter == "eagle3" || a.drafter == "eagle3-argmax" ||
+           (a.drafter == "auto" && auto_sources(a).eagle3);
+  };
+  const bool needs_head = std::any_of(config.arms.begin(), config.arms.end(), uses_head);
+  if (needs_head && !have_head) {
+    throw InvalidArgument("a spec:eagle3 or spec:auto:eagle3 arm needs a head: give --draft-head");
+  }
+  if (!needs_head && have_head) {
+    throw InvalidArgument("--draft-head given but no spec:eagle3 or spec:auto arm uses it");
+  }
 
   auto target = model::load_model(config.target_path);
   std::unique_ptr<model::Model> draft;
@@ -106,6 +120,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     draft = model::load_model(config.draft_path);
     spec::check_same_vocabulary(*target, *draft);
   }
+  std::unique_ptr<model::heads::Eagle3> head;
+  if (needs_head) head = model::heads::Eagle3::load(config.head_path, *target);
   const auto tok = tokenizer::Tokenizer::from_gguf(target->file());
   const auto prompts = read_prompts(config, *tok);
   const int threads =
@@ -128,11 +144,17 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     } else if (a.drafter == "model") {
       drafters.push_back(
           std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch, -1, types));
+    } else if (a.drafter == "eagle3") {
+      drafters.push_back(
+          std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, config.ubatch, types));
+    } else if (a.drafter == "eagle3-argmax") {
+      drafters.push_back(std::make_unique<spec::ArgmaxDrafts>(
+          std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, config.ubatch, types)));
     } else if (a.drafter == "ngram") {
       drafters.push_back(std::make_unique<spec::NgramDrafter>(1, a.ngram_max));
     } else if (a.drafter == "auto") {
       drafters.push_back(spec::make_auto_drafter(auto_sources(a), *target, draft.get(), pool, n_ctx,
-                                                 config.ubatch, a.draft_max, types));
+                                                 config.ubatch, a.draft_max, types, head.get()));
     } else {
       drafters.push_back(std::make_unique<spec::ModelDrafter>(*target, pool, n_ctx, config.ubatch,
                                                               a.layers, types));
@@ -157,6 +179,7 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
       {"created", utc_timestamp()}, {"machine", machine_info(pool.size())},
       {"build", build_info()},      {"models", json::array({model_info("target", *target)})}};
   if (draft) report["models"].push_back(model_info("draft", *draft));
+  if (head) report["models"].push_back(model_info("head", *head));
   const bool rss_per_sample = reset_peak_rss();
   report["config"] = {{"prompts_file", report_path(config.prompts_path)},
                       {"prompts_sha256", sha256_file(config.prompts_path)},

@@ -5,7 +5,9 @@
 #include "bench/evidence_schema.h"
 #include "cache/model_cache.h"
 #include "common/error.h"
+#include "spec/argmax_drafts.h"
 #include "spec/auto_drafter.h"
+#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 
 namespace augur::bench {
@@ -24,8 +26,14 @@ void same(int64_t& shared, int64_t value, const char* what) {
 }
 
 const cache::ModelCache* model_cache(const spec::DraftSource& source) {
-  const auto* drafter = dynamic_cast<const spec::ModelDrafter*>(&source);
-  return drafter != nullptr ? &drafter->cache() : nullptr;
+  if (const auto* drafter = dynamic_cast<const spec::ModelDrafter*>(&source)) {
+    return &drafter->cache();
+  }
+  if (const auto* head = dynamic_cast<const spec::Eagle3Drafter*>(&source)) return &head->cache();
+  if (const auto* argmax = dynamic_cast<const spec::ArgmaxDrafts*>(&source)) {
+    return model_cache(argmax->inner());
+  }
+  return nullptr;
 }
 
 }  // namespace

@@ -15,14 +15,18 @@ namespace {
 
 using nlohmann::json;
 
-// The kinds of draft source of an arm that keep a cache of their own ("model", "layerskip"),
+// The kinds of draft source of an arm that keep a cache of their own ("model", "layerskip",
+// "eagle3", "eagle3-argmax"),
 // from its declared configuration. (An auto drafter may hold one layer-skip cache per depth.)
 std::set<std::string> caching_sources(const ArmConfig& arm) {
   std::set<std::string> kinds;
   if (arm.kind != "spec") return kinds;
   std::stringstream sources(arm.drafter == "auto" ? arm.sources : arm.drafter);
   for (std::string source; std::getline(sources, source, '+');) {
-    if (source == "model" || source == "layerskip") kinds.insert(source);
+    if (source == "model" || source == "layerskip" || source == "eagle3" ||
+        source == "eagle3-argmax") {
+      kinds.insert(source);
+    }
   }
   return kinds;
 }

@@ -478,6 +478,7 @@ void check_derived_values(const RunReport& run, std::vector<Violation>& out) {
 void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
   const int64_t target_bytes = run.model_bytes.count("target") ? run.model_bytes.at("target") : 0;
   const int64_t draft_bytes = run.model_bytes.count("draft") ? run.model_bytes.at("draft") : 0;
+  const int64_t head_bytes = run.model_bytes.count("head") ? run.model_bytes.at("head") : 0;
   const Arm* ar = ar_arm(run);
   std::optional<int64_t> ar_bytes;
   if (ar != nullptr) {
@@ -515,7 +516,11 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
     const bool reads_draft =
         arm.config.drafter == "model" ||
         (arm.config.drafter == "auto" && arm.config.sources.find("model") != std::string::npos);
-    const int64_t need = target_bytes + (reads_draft ? draft_bytes : 0);
+    const bool reads_head =
+        arm.config.drafter == "eagle3" || arm.config.drafter == "eagle3-argmax" ||
+        (arm.config.drafter == "auto" && arm.config.sources.find("eagle3") != std::string::npos);
+    const int64_t need =
+        target_bytes + (reads_draft ? draft_bytes : 0) + (reads_head ? head_bytes : 0);
     if (!arm_bytes.empty() && *arm_bytes.begin() < need) {
       problems.push_back(
           fmt::format("arm_bytes {} is less than the {} bytes of the model file(s) "

@@ -8,8 +8,11 @@
 #include "cli/model_loading.h"
 #include "common/error.h"
 #include "engine/generator.h"
+#include "gguf/file.h"
+#include "model/heads/eagle3.h"
 #include "spec/auto_drafter.h"
 #include "spec/auto_sources.h"
+#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -35,13 +38,14 @@ void DraftOptions::add_options(CLI::App& app) {
                  "drafter for speculative decoding: auto[:SOURCES] (default: a policy picks "
                  "the source and block size every cycle among model (with -md), ngram and "
                  "layerskip; SOURCES restricts them, e.g. auto:model+ngram), none (plain AR), "
-                 "model (needs -md), ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default "
+                 "model (needs -md), eagle3 (an EAGLE-3 head reading the target's hidden "
+                 "states, -md FILE), ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default "
                  "4), layerskip:L (the target's first L layers)");
   // "-md" (llama.cpp's spelling) is rewritten to --model-draft by main(): CLI11 short names are
   // one character.
   app.add_option("--model-draft", draft_model,
-                 "(also -md) draft model GGUF, same vocabulary as the target; implies --draft "
-                 "model");
+                 "(also -md) draft model GGUF, same vocabulary as the target, or an EAGLE-3 head "
+                 "(general.architecture eagle3) made for the target");
   app.add_option(
          "--draft-max", draft_max,
          fmt::format("tokens drafted per cycle, 1..{} (with auto: the most)", engine::kMaxDraft))
@@ -65,9 +69,10 @@ DraftKind check_options(const DraftOptions& options) {
   k.kind = !options.draft.empty() ? options.draft : "auto";
   k.colon = k.kind.find(':');
   k.name = k.kind.substr(0, k.colon);
-  if (!options.draft_model.empty() && k.name != "model" && k.name != "auto") {
+  if (!options.draft_model.empty() && k.name != "model" && k.name != "auto" && k.name != "eagle3") {
     throw InvalidArgument(fmt::format(
-        "-md/--model-draft is only used with --draft model or auto, not --draft {}", k.kind));
+        "-md/--model-draft is only used with --draft model, eagle3 or auto, not --draft {}",
+        k.kind));
   }
   if (!options.policy_log.empty() && k.name != "auto") {
     throw InvalidArgument(
@@ -80,6 +85,9 @@ DraftKind check_options(const DraftOptions& options) {
   if (k.name == "model" && k.colon == std::string::npos && options.draft_model.empty()) {
     throw InvalidArgument("--draft model needs a draft model: give -md FILE");
   }
+  if (k.name == "eagle3" && options.draft_model.empty()) {
+    throw InvalidArgument("--draft eagle3 needs an EAGLE-3 head: give -md FILE");
+  }
   return k;
 }
 
@@ -88,7 +96,21 @@ DraftKind check_options(const DraftOptions& options) {
 std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
                                                const model::Model& target) {
   const DraftKind k = check_options(options);
-  if (options.draft_model.empty() || (k.name != "auto" && k.name != "model")) return nullptr;
+  if (options.draft_model.empty()) return nullptr;
+  // A drafter head (EAGLE-3) reads the target and is loaded for it; anything else is a model.
+  const bool head = gguf::File::open(options.draft_model)->get_string_opt("general.architecture") ==
+                    std::optional<std::string_view>("eagle3");
+  if (head && k.name == "model") {
+    throw InvalidArgument(
+        fmt::format("-md {} is an EAGLE-3 head, not a draft model: use --draft eagle3 (or auto)",
+                    options.draft_model));
+  }
+  if (!head && k.name == "eagle3") {
+    throw InvalidArgument(fmt::format(
+        "-md {} is not an EAGLE-3 head (general.architecture = eagle3): --draft eagle3 needs one",
+        options.draft_model));
+  }
+  if (head) return model::heads::Eagle3::load(options.draft_model, target);
   auto draft_model = load_model_with_progress(options.draft_model);
   spec::check_same_vocabulary(target, *draft_model);
   return draft_model;
@@ -102,16 +124,24 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
   const size_t colon = k.colon;
   if (k.name == "none" && colon == std::string::npos) return nullptr;
   if (k.name == "auto") {
+    // -md is a draft model or an EAGLE-3 head: each is its own source.
+    const auto* head = dynamic_cast<const model::heads::Eagle3*>(draft_model);
+    const model::Model* lm = head ? nullptr : draft_model;
     const spec::AutoSources sources =
         colon == std::string::npos
-            ? spec::all_auto_sources(draft_model != nullptr)
+            ? spec::all_auto_sources(lm != nullptr, head != nullptr)
             : spec::parse_auto_sources(std::string_view(kind).substr(colon + 1), "--draft " + kind);
-    return spec::make_auto_drafter(sources, target, draft_model, pool, n_ctx, ubatch,
-                                   options.draft_max, cache_types);
+    return spec::make_auto_drafter(sources, target, lm, pool, n_ctx, ubatch, options.draft_max,
+                                   cache_types, head);
   }
   if (k.name == "model" && colon == std::string::npos) {
     AUGUR_CHECK(draft_model != nullptr, "--draft model is given its loaded draft model");
     return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, cache_types);
+  }
+  if (k.name == "eagle3" && colon == std::string::npos) {
+    const auto* head = dynamic_cast<const model::heads::Eagle3*>(draft_model);
+    AUGUR_CHECK(head != nullptr, "--draft eagle3 is given its loaded head");
+    return std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, ubatch, cache_types);
   }
   if (k.name == "ngram") {
     const int n_max = colon == std::string::npos ? 4 : parse_suffix(kind, colon);
@@ -134,7 +164,8 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
     return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth, cache_types);
   }
   throw InvalidArgument(fmt::format(
-      "--draft {} is not a drafter: use auto[:SOURCES], none, model, ngram[:N] or layerskip:L",
+      "--draft {} is not a drafter: use auto[:SOURCES], none, model, eagle3, ngram[:N] or "
+      "layerskip:L",
       kind));
 }
 

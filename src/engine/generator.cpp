@@ -79,11 +79,22 @@ class Generator::Run {
         std::mismatch(g_.cached_.begin(), g_.cached_.end(), prompt_.begin(), prompt_.end()).first -
         g_.cached_.begin());
     int64_t keep = std::min(common, n_prompt - 1);
+    const std::span<const int32_t> taps =
+        opt_.drafter ? opt_.drafter->feature_layers() : std::span<const int32_t>();
+    // A drafter that reads the target's features needs them for every row it lacks.
+    if (!taps.empty()) keep = std::min(keep, opt_.drafter->reusable_prefix(prompt_));
     if (!g_.cache_.can_truncate(keep)) keep = 0;  // a recurrent state cannot go back: start over
     g_.cache_.truncate(keep);
     g_.cached_.resize(static_cast<size_t>(keep));
     const auto rest = prompt_.subspan(static_cast<size_t>(keep));
-    g_.eval_.forward_last(rest, g_.cache_.memory(), g_.logits_.data());
+    model::RowExtras extras;
+    if (!taps.empty()) {
+      extras.capture_layers = taps;
+      extras.on_features = [&](int64_t first_row, int64_t n, const float* features) {
+        opt_.drafter->take_features(keep + first_row, n, g_.model_.hparams().n_embd, features);
+      };
+    }
+    g_.eval_.forward_last(rest, g_.cache_.memory(), g_.logits_.data(), -1, extras);
     g_.cache_.commit(static_cast<int64_t>(rest.size()));
     g_.cached_.insert(g_.cached_.end(), rest.begin(), rest.end());
     if (opt_.drafter) {
@@ -197,9 +208,28 @@ class Generator::Run {
         g_.positions_[i] = static_cast<int32_t>(g_.cache_.size() + static_cast<int64_t>(i));
         g_.out_rows_[i] = static_cast<int32_t>(i);
       }
+      // Features for a drafter that reads them come out of this same forward.
+      const std::span<const int32_t> taps = drafter.feature_layers();
+      model::RowExtras extras;
+      if (!taps.empty()) {
+        extras.capture_layers = taps;
+        extras.on_features = [&](int64_t first_row, int64_t n, const float* features) {
+          const size_t width = taps.size() * static_cast<size_t>(g_.model_.hparams().n_embd);
+          g_.features_.resize((static_cast<size_t>(first_row + n)) * width);
+          std::copy(features, features + n * static_cast<int64_t>(width),
+                    g_.features_.begin() + first_row * static_cast<int64_t>(width));
+        };
+      }
+      const int64_t first_position = g_.cache_.size();
       g_.eval_.forward(g_.verify_in_, g_.positions_, g_.out_rows_, g_.cache_.memory(),
-                       g_.logits_.data());
+                       g_.logits_.data(), -1, extras);
       const double verify_s = seconds_since(start);
+      if (!taps.empty()) {
+        start = Clock::now();
+        drafter.take_features(first_position, static_cast<int64_t>(g_.verify_in_.size()),
+                              g_.model_.hparams().n_embd, g_.features_.data());
+        draft_s += seconds_since(start);
+      }
 
       // p_i: the distribution AR would sample position i from, over its AR history.
       const size_t base = history_.size();

@@ -150,6 +150,7 @@ class Generator {
   std::vector<int32_t> verify_in_;  // [carry, d1..dk]
   std::vector<int32_t> positions_;
   std::vector<int32_t> out_rows_;
+  std::vector<float> features_;  // [verify rows, taps, n_embd] for a drafter that reads them
   spec::Draft draft_;
   model::ForwardBatcherSet* drafter_batchers_ = nullptr;
 };

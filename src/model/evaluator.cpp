@@ -16,10 +16,14 @@ Evaluator::Evaluator(const Model& model, kernels::ThreadPool& pool, int64_t ubat
 
 void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                         std::span<const int32_t> out_rows, Memory& memory, float* logits,
-                        int n_layers) {
+                        int n_layers, const RowExtras& extras) {
   AUGUR_CHECK(tokens.size() == positions.size(), "one position per token");
   const int64_t M = static_cast<int64_t>(tokens.size());
   const int64_t n_vocab = model_.hparams().n_vocab;
+  const int64_t n_embd = model_.hparams().n_embd;
+  const int64_t in_width = model_.hidden_in_width();
+  const auto n_taps = static_cast<int64_t>(extras.capture_layers.size());
+  if (n_taps > 0) features_.resize(static_cast<size_t>(std::min(ubatch_, M) * n_taps * n_embd));
   size_t next_out = 0;
   last_cost_s_ = 0;
   for (int64_t start = 0; start < M; start += ubatch_) {
@@ -37,6 +41,12 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
     req.out_rows = ub_rows_;
     req.logits = logits + static_cast<int64_t>(first_out) * n_vocab;
     req.n_layers = n_layers;
+    if (n_taps > 0) {
+      req.capture_layers = extras.capture_layers;
+      req.features = features_.data();
+    }
+    if (extras.hidden_in) req.hidden_in = extras.hidden_in + start * in_width;
+    if (extras.hidden_out) req.hidden_out = extras.hidden_out + start * n_embd;
     if (batcher_) {
       last_cost_s_ += batcher_->forward(req, memory);
     } else {
@@ -44,17 +54,18 @@ void Evaluator::forward(std::span<const int32_t> tokens, std::span<const int32_t
       if (!workspace_) workspace_ = model_.make_workspace(ubatch_, n_ctx_);
       model_.forward_ubatch(req, memory, *workspace_, pool_);
     }
+    if (n_taps > 0 && extras.on_features) extras.on_features(start, len, features_.data());
   }
   AUGUR_CHECK(next_out == out_rows.size(), "every out_row within the batch");
 }
 
 void Evaluator::forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,
-                             int n_layers) {
+                             int n_layers, const RowExtras& extras) {
   const int64_t n_past = memory.n_rows();
   positions_.resize(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) positions_[i] = static_cast<int32_t>(n_past + i);
   const int32_t last = static_cast<int32_t>(tokens.size()) - 1;
-  forward(tokens, positions_, std::span<const int32_t>(&last, 1), memory, logits, n_layers);
+  forward(tokens, positions_, std::span<const int32_t>(&last, 1), memory, logits, n_layers, extras);
 }
 
 void Evaluator::set_batcher(ForwardBatcher* batcher) {

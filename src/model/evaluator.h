@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -11,6 +12,17 @@
 #include "model/model.h"
 
 namespace augur::model {
+
+// What a forward reads or hands out per row besides tokens and logits (drafters that read the
+// target, and drafter heads). Default: nothing.
+struct RowExtras {
+  // Feature capture (UbatchRequest::capture_layers): after each ubatch, `on_features` gets its
+  // rows' features, rows [first_row, first_row + n_rows) of the call, [n_rows, taps, n_embd].
+  std::span<const int32_t> capture_layers;
+  std::function<void(int64_t first_row, int64_t n_rows, const float* features)> on_features;
+  const float* hidden_in = nullptr;  // [M, model.hidden_in_width()]
+  float* hidden_out = nullptr;       // [M, n_embd]
+};
 
 class Evaluator {
  public:
@@ -21,11 +33,12 @@ class Evaluator {
   // logits of the rows listed in `out_rows` (ascending indexes into tokens) to
   // logits [out_rows.size(), n_vocab]. n_layers < 0 runs every layer.
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-               std::span<const int32_t> out_rows, Memory& memory, float* logits, int n_layers = -1);
+               std::span<const int32_t> out_rows, Memory& memory, float* logits, int n_layers = -1,
+               const RowExtras& extras = {});
 
   // Convenience: positions memory.n_rows().., logits of the last row only (decode / prefill).
   void forward_last(std::span<const int32_t> tokens, Memory& memory, float* logits,
-                    int n_layers = -1);
+                    int n_layers = -1, const RowExtras& extras = {});
 
   // Routes every ubatch through `batcher` (its model must be this one), to be combined with
   // other sessions' forwards; null: run alone.
@@ -52,6 +65,7 @@ class Evaluator {
   double last_cost_s_ = 0;
   std::vector<int32_t> positions_;  // scratch for forward_last
   std::vector<int32_t> ub_rows_;    // out_rows of one ubatch, rebased
+  std::vector<float> features_;     // [ubatch, taps, n_embd] when capturing
 };
 
 }  // namespace augur::model

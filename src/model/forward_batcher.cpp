@@ -80,13 +80,19 @@ double ForwardBatcher::forward(const UbatchRequest& request, Memory& memory) {
     while (static_cast<int>(queue_.size()) < active_ && queued_rows() < max_rows_ &&
            changed_.wait_until(lock, deadline) != std::cv_status::timeout) {
     }
-    // First come, first served, as many as fit; only forwards over the same layers combine.
+    // First come, first served, as many as fit; only forwards over the same layers with the
+    // same feature taps combine, and a drafter head's (per-row hidden input) runs alone.
     std::vector<Job*> batch;
     int64_t rows = 0;
-    const int n_layers = queue_.front()->request->n_layers;
+    const UbatchRequest& first = *queue_.front()->request;
     for (auto it = queue_.begin(); it != queue_.end();) {
       Job* j = *it;
-      if (j->request->n_layers == n_layers && rows + j->rows() <= max_rows_) {
+      const UbatchRequest& r = *j->request;
+      const bool combines =
+          batch.empty() ||
+          (r.n_layers == first.n_layers && !first.hidden_in && !r.hidden_in && !first.hidden_out &&
+           !r.hidden_out && std::ranges::equal(r.capture_layers, first.capture_layers));
+      if (combines && rows + j->rows() <= max_rows_) {
         rows += j->rows();
         batch.push_back(j);
         it = queue_.erase(it);
@@ -182,18 +188,27 @@ void ForwardBatcher::run(const std::vector<Job*>& batch) {
     for (const int32_t row : r.out_rows) out_rows_.push_back(static_cast<int32_t>(first + row));
   }
   logits_.resize(out_rows_.size() * n_vocab);
+  const size_t feature_row =
+      batch.front()->request->capture_layers.size() * static_cast<size_t>(model_.hparams().n_embd);
+  features_.resize(tokens_.size() * feature_row);
   UbatchRequest combined;
+  combined.capture_layers = batch.front()->request->capture_layers;
+  if (feature_row > 0) combined.features = features_.data();
   combined.tokens = tokens_;
   combined.positions = positions_;
   combined.out_rows = out_rows_;
   combined.logits = logits_.data();
   combined.n_layers = batch.front()->request->n_layers;
   model_.forward_segments(combined, segments_, *workspace_, pool_);
-  size_t out = 0;
+  size_t out = 0, row = 0;
   for (const Job* j : batch) {
     const size_t n = j->request->out_rows.size() * n_vocab;
     if (n > 0) std::memcpy(j->request->logits, logits_.data() + out, n * sizeof(float));
     out += n;
+    const size_t f = static_cast<size_t>(j->rows()) * feature_row;
+    if (f > 0)
+      std::memcpy(j->request->features, features_.data() + row * feature_row, f * sizeof(float));
+    row += static_cast<size_t>(j->rows());
   }
 }
 

@@ -104,6 +104,7 @@ class ForwardBatcher {
   std::vector<int32_t> tokens_, positions_, out_rows_;
   std::vector<MemorySegment> segments_;
   std::vector<float> logits_;
+  std::vector<float> features_;  // [rows, taps, n_embd] when the batch captures features
 };
 
 // One batcher per (model, layers) that several sessions' drafters run (a draft model, a

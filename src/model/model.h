@@ -34,6 +34,15 @@ struct UbatchRequest {
   std::span<const int32_t> out_rows;   // ascending indexes into tokens whose logits are wanted
   float* logits = nullptr;             // [out_rows.size(), n_vocab]
   int n_layers = -1;  // run only the first n layers (layer-skip drafting); -1 = all
+  // Feature capture for drafters that read the target (EAGLE-3, DFlash, MTP): for each listed
+  // layer l, every row's residual stream entering block l (l == n_layer: the final hidden state
+  // after output_norm), into features [M, capture_layers.size(), n_embd]. Empty: no cost.
+  std::span<const int32_t> capture_layers;
+  float* features = nullptr;
+  // A drafter head's per-row hidden input besides the token ([M, Model::hidden_in_width()]) and
+  // the hidden state it hands on per row ([M, n_embd]); models without one ignore both.
+  const float* hidden_in = nullptr;
+  float* hidden_out = nullptr;
 };
 
 // Rows [first_row, first_row + n_rows) of a ubatch that continue `memory`: a forward over
@@ -53,6 +62,9 @@ class Model {
   // How each layer keeps its past (the cache builds its layers from this). Default: every layer
   // keeps all K/V rows.
   virtual std::vector<LayerCache> cache_layout() const;
+  // Floats of the hidden input each row needs besides its token (UbatchRequest::hidden_in): 0
+  // for a language model, the fused-feature width for a drafter head.
+  virtual int64_t hidden_in_width() const { return 0; }
   // Evaluates one ubatch on top of `memory`: row i attends to every memory row plus batch rows
   // 0..i (causal), and its K/V are appended to `memory`. M must not exceed the workspace's
   // max_rows.

@@ -84,6 +84,41 @@ AutoDrafter::AutoDrafter(std::vector<std::unique_ptr<DraftSource>> sources,
               "the policy plans over exactly these sources");
   if (policy_) stats_.sources = policy_->sources();
   stats_.cycles_by_source.assign(sources_.size(), 0);
+  for (const auto& source : sources_) {
+    for (const int32_t layer : source->feature_layers()) {
+      if (std::find(taps_.begin(), taps_.end(), layer) == taps_.end()) taps_.push_back(layer);
+    }
+  }
+}
+
+void AutoDrafter::take_features(int64_t first, int64_t n, int64_t n_embd, const float* features) {
+  const size_t n_taps = taps_.size();
+  for (auto& source : sources_) {
+    const std::span<const int32_t> mine = source->feature_layers();
+    if (mine.empty()) continue;
+    if (std::ranges::equal(mine, taps_)) {
+      source->take_features(first, n, n_embd, features);
+      continue;
+    }
+    slice_.resize(static_cast<size_t>(n * n_embd) * mine.size());
+    for (int64_t row = 0; row < n; ++row) {
+      for (size_t t = 0; t < mine.size(); ++t) {
+        const auto at =
+            static_cast<size_t>(std::find(taps_.begin(), taps_.end(), mine[t]) - taps_.begin());
+        const float* src = features + (static_cast<size_t>(row) * n_taps + at) * n_embd;
+        std::copy(src, src + n_embd,
+                  slice_.begin() + static_cast<std::ptrdiff_t>(
+                                       (static_cast<size_t>(row) * mine.size() + t) * n_embd));
+      }
+    }
+    source->take_features(first, n, n_embd, slice_.data());
+  }
+}
+
+int64_t AutoDrafter::reusable_prefix(std::span<const int32_t> prompt) const {
+  auto keep = static_cast<int64_t>(prompt.size());
+  for (const auto& source : sources_) keep = std::min(keep, source->reusable_prefix(prompt));
+  return keep;
 }
 
 void AutoDrafter::begin(std::span<const int32_t> prompt) {

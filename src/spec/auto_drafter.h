@@ -62,6 +62,11 @@ class AutoDrafter final : public DraftSource {
   void calibrate(const VerifyTimer& time_verify) override;
   void observe_cost(const CycleCost& cost) override;
   void share_forwards(model::ForwardBatcherSet& batchers) override;
+  // The union of its sources' taps; each feature-reading source gets every row's features,
+  // chosen or not, so it can catch up when the policy next picks it.
+  std::span<const int32_t> feature_layers() const override { return taps_; }
+  void take_features(int64_t first, int64_t n, int64_t n_embd, const float* features) override;
+  int64_t reusable_prefix(std::span<const int32_t> prompt) const override;
 
   // One JSON object per cycle to `log` (null: none); the stream must outlive the drafter.
   void set_log(std::ostream* log) { log_ = log; }
@@ -76,6 +81,8 @@ class AutoDrafter final : public DraftSource {
  private:
   std::vector<std::unique_ptr<DraftSource>> sources_;
   std::unique_ptr<DraftPolicy> policy_;
+  std::vector<int32_t> taps_;       // union of the sources' feature layers
+  std::vector<float> slice_;        // one source's share of the features
   std::vector<Draft> free_drafts_;  // [sources] this cycle's proposals of free sources
   std::vector<int> available_;      // [sources]
   std::vector<int64_t> exploited_;  // [sources] cycles each was chosen as best, this run

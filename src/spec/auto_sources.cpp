@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 
@@ -12,33 +13,35 @@ namespace augur::spec {
 
 std::string AutoSources::name() const {
   std::string out;
-  for (const auto& [on, label] :
-       {std::pair{model, "model"}, std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
+  for (const auto& [on, label] : {std::pair{model, "model"}, std::pair{eagle3, "eagle3"},
+                                  std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
     if (on) out += (out.empty() ? "" : "+") + std::string(label);
   }
   return out;
 }
 
-AutoSources all_auto_sources(bool have_draft_model) {
+AutoSources all_auto_sources(bool have_draft_model, bool have_head) {
   AutoSources s;
   s.model = have_draft_model;
+  s.eagle3 = have_head;
   return s;
 }
 
 AutoSources parse_auto_sources(std::string_view list, std::string_view option) {
-  AutoSources s{false, false, false};
+  AutoSources s{false, false, false, false};
   size_t start = 0;
   for (;;) {
     const size_t end = std::min(list.find('+', start), list.size());
     const std::string_view name = list.substr(start, end - start);
     bool* flag = name == "model"       ? &s.model
+                 : name == "eagle3"    ? &s.eagle3
                  : name == "ngram"     ? &s.ngram
                  : name == "layerskip" ? &s.layerskip
                                        : nullptr;
     if (!flag) {
       throw InvalidArgument(fmt::format(
-          "{}: '{}' is not a draft source: use model, ngram and layerskip joined by '+'", option,
-          name));
+          "{}: '{}' is not a draft source: use model, eagle3, ngram and layerskip joined by '+'",
+          option, name));
     }
     if (*flag) throw InvalidArgument(fmt::format("{}: source '{}' is named twice", option, name));
     *flag = true;
@@ -62,15 +65,23 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
                                                const model::Model& target,
                                                const model::Model* draft_model,
                                                kernels::ThreadPool& pool, int64_t n_ctx,
-                                               int64_t ubatch, int k_max, cache::CacheTypes types) {
+                                               int64_t ubatch, int k_max, cache::CacheTypes types,
+                                               const model::heads::Eagle3* head) {
   if (sources.model && !draft_model) {
     throw InvalidArgument("the auto policy's source 'model' needs a draft model: give -md FILE");
+  }
+  if (sources.eagle3 && !head) {
+    throw InvalidArgument("the auto policy's source 'eagle3' needs an EAGLE-3 head: give -md FILE");
   }
   std::vector<std::unique_ptr<DraftSource>> list;
   std::vector<std::string> labels;
   if (sources.model) {
     list.push_back(std::make_unique<ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, types));
     labels.emplace_back("model");
+  }
+  if (sources.eagle3) {
+    list.push_back(std::make_unique<Eagle3Drafter>(*head, pool, n_ctx, ubatch, types));
+    labels.emplace_back("eagle3");
   }
   if (sources.ngram) {
     list.push_back(std::make_unique<NgramDrafter>(1, 4));

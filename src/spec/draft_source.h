@@ -66,6 +66,25 @@ class DraftSource {
   // target's weights it may share). Benchmark reports count it per arm.
   virtual int64_t memory_bytes() const = 0;
 
+  // Drafters that read the target's hidden states (EAGLE-3 and kin) name the taps here
+  // (model::UbatchRequest::capture_layers): the engine captures them in the forwards it runs
+  // anyway — prefill and every verify, no second pass — and hands them over with
+  // take_features. Empty (the default): nothing is captured, at no cost.
+  virtual std::span<const int32_t> feature_layers() const { return {}; }
+  // The target's features of the tokens at positions [first, first + n), [n, taps, n_embd]
+  // (n_embd: the target's hidden size):
+  // the prefill's rows (before begin()), then each verify forward's (the carry and the drafts;
+  // the next request's context shows which of them were committed). Supersedes any features
+  // it holds at positions >= first.
+  virtual void take_features(int64_t /*first*/, int64_t /*n*/, int64_t /*n_embd*/,
+                             const float* /*features*/) {}
+  // How many leading tokens of `prompt` it can go on from without being given their features
+  // again: the engine re-evaluates the prompt from there at the latest, so prefix reuse never
+  // leaves a feature reader short. Drafters without features: all of them.
+  virtual int64_t reusable_prefix(std::span<const int32_t> prompt) const {
+    return static_cast<int64_t>(prompt.size());
+  }
+
   // Routes the drafter's own forwards through batchers shared with other sessions' drafters
   // (the server); a drafter without forwards ignores it.
   virtual void share_forwards(model::ForwardBatcherSet& /*batchers*/) {}

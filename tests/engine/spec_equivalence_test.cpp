@@ -120,7 +120,7 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
       auto_drafted += st.drafted;
       const auto colon = kind.find(':');
       const std::string label =
-          kind.find("model:") != std::string::npos
+          kind.find("model:") != std::string::npos || kind.find("eagle3:/") != std::string::npos
               ? kind.substr(0, colon + 1) +
                     std::filesystem::path(kind.substr(colon + 1)).filename().string()
               : kind;
@@ -134,6 +134,9 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
 }
 
 const std::string kZooDraft = (testing::models_dir() / "zoo-draft-f16.gguf").string();
+// Trained by tools/train_drafter (models/DRAFTERS.md); committed with the source.
+const std::string kZooEagle3 =
+    (testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf").string();
 // The fixtures share one 512-token vocabulary (FIXTURES.md), so any of them can draft for another.
 std::string fixture_draft(const std::string& name) {
   return "model:" + (testing::fixtures_dir() / (name + ".gguf")).string();
@@ -213,6 +216,30 @@ INSTANTIATE_TEST_SUITE_P(
              16,
              1.0f,
              "q4_0",
+             {1, 4, 8}},
+        // EAGLE-3 heads read the target's hidden states, captured in the prefill and verify
+        // forwards: the echo head (tests/support/eagle3_heads.h) on a fixture and on zoo-target
+        // (alone and in the auto policy), and the trained head for zoo-target (models/).
+        Case{"tiny_qwen3_eagle3",
+             "fixtures/tiny-qwen3.gguf",
+             {"eagle3:echo", "auto+eagle3:echo"},
+             8,
+             1.0f,
+             "f32",
+             {1, 4, 8}},
+        Case{"zoo_target_f16_eagle3",
+             "models/zoo-target-f16.gguf",
+             {"eagle3:echo", "eagle3:" + kZooEagle3, "auto+eagle3:" + kZooEagle3},
+             16,
+             1.0f,
+             "f32",
+             {1, 4, 8}},
+        Case{"zoo_q8_0_eagle3_penalty_kv_q8_0",
+             "models/zoo-target-q8_0.gguf",
+             {"eagle3:" + kZooEagle3},
+             16,
+             1.3f,
+             "q8_0",
              {1, 4, 8}}),
     [](const auto& info) { return info.param.name; });
 

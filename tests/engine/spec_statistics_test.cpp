@@ -36,10 +36,12 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "model/heads/eagle3.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
 #include "spec/auto_sources.h"
+#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 #include "support/chi_square.h"
 #include "support/model_session.h"
@@ -269,6 +271,16 @@ TEST(SpecStatistics, SampledAutoPolicyTokensFollowTheArLaw) {
   std::printf("; %zu block lengths\n", lengths.size());
   EXPECT_GE(cycles_by_source.size(), 2u);
   EXPECT_GE(lengths.size(), 2u);
+}
+
+// An EAGLE-3 head (the trained one for zoo-target, models/DRAFTERS.md) drafts from its own
+// distribution with a soft q, reading the target's features captured in the verify forwards.
+TEST(SpecStatistics, SampledEagle3TokensFollowTheArLaw) {
+  ModelPair m;
+  const auto head = model::heads::Eagle3::load(
+      testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
+  spec::Eagle3Drafter drafter(*head, m.target.pool, m.n_ctx, 512);
+  expect_sampled_law(m, drafter);
 }
 
 TEST(SpecStatistics, ExactTestRejectsResidualDrawnFromTarget) {

@@ -11,6 +11,7 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/ops.h"
 #include "model/blocks/weights.h"
+#include "model/feature_taps.h"
 
 namespace augur::model::blocks {
 
@@ -192,8 +193,10 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     }
   }
 
+  const FeatureTaps taps(req, static_cast<int>(hp_.n_layer), n_layers);
   for (int layer = 0; layer < n_layers; ++layer) {
     const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
+    taps.capture(layer, ws.x.data(), M, n_embd);
     for (int64_t row = 0; row < M; ++row) {
       rms_norm(&ws.x[row * n_embd], l.attn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
     }
@@ -224,6 +227,13 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
   }
   // Layers past n_layers wrote no rows; a layer-skip memory only holds the layers it ran.
   for (const MemorySegment& seg : segments) seg.memory->advance(seg.n_rows);
+  if (taps.wants(static_cast<int>(hp_.n_layer))) {
+    for (int64_t row = 0; row < M; ++row) {
+      rms_norm(&ws.x[row * n_embd], output_norm_.data(), &ws.out_hidden[row * n_embd], n_embd,
+               hp_.rms_eps);
+    }
+    taps.capture(static_cast<int>(hp_.n_layer), ws.out_hidden.data(), M, n_embd);
+  }
 
   if (req.out_rows.empty()) return;
   const int64_t n_out = static_cast<int64_t>(req.out_rows.size());

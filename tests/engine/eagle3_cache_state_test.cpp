@@ -1,0 +1,257 @@
+// After every speculative cycle an EAGLE-3 drafter's cache holds exactly the pairs of committed
+// tokens (t_{P+1}, g_P), g_P fused from the target's features of committed row P: compared byte
+// for byte with a cache built from scratch — one target forward over the committed tokens with
+// feature capture, then one head forward over all their pairs — after each cycle of greedy and
+// sampled runs at k in {1, 4, 8}, prefix reuse across runs included.
+//
+// Planted defects, each fed through the real DraftSource interface by a wrapper around the real
+// drafter, must be caught: (a) features of the next row handed over for each row (an off-by-one
+// in the capture), (b) a verify's features replaced by the previous verify's (stale rows), (c)
+// the prompt's features handed over one position late (a prefill offset).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cache/model_cache.h"
+#include "engine/generator.h"
+#include "model/evaluator.h"
+#include "support/cache_compare.h"
+#include "support/requested_isa.h"
+#include "support/spec_setup.h"
+
+namespace augur::engine {
+namespace {
+
+enum class Defect { kNone, kNextRowFeatures, kStaleVerifyFeatures, kPromptOneLate };
+
+// Forwards everything to the real drafter, altering the features it is given per `defect`.
+class FeatureTamperer final : public spec::DraftSource {
+ public:
+  FeatureTamperer(spec::Eagle3Drafter& inner, Defect defect) : inner_(inner), defect_(defect) {}
+  std::string name() const override { return inner_.name(); }
+  std::span<const int32_t> feature_layers() const override { return inner_.feature_layers(); }
+  int64_t reusable_prefix(std::span<const int32_t> p) const override {
+    return inner_.reusable_prefix(p);
+  }
+  void begin(std::span<const int32_t> prompt) override {
+    in_prefill_ = false;
+    inner_.begin(prompt);
+  }
+  void reset() override { inner_.reset(); }
+  void propose(const spec::DraftRequest& r, spec::Draft& out) override { inner_.propose(r, out); }
+  void observe(int n) override { inner_.observe(n); }
+  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
+
+  void take_features(int64_t first, int64_t n, int64_t n_embd, const float* f) override {
+    const auto width = static_cast<int64_t>(feature_layers().size()) * n_embd;
+    std::vector<float> rows(f, f + n * width);
+    const bool verify = !in_prefill_;
+    switch (defect_) {
+      case Defect::kNone: break;
+      case Defect::kNextRowFeatures:  // row i gets row i + 1's (the last keeps its own)
+        if (verify) std::copy(f + width, f + n * width, rows.begin());
+        break;
+      case Defect::kStaleVerifyFeatures:  // the previous verify's rows, as far as they reach
+        if (verify && !last_verify_.empty()) {
+          std::copy_n(last_verify_.begin(), std::min(last_verify_.size(), rows.size()),
+                      rows.begin());
+        }
+        if (verify) last_verify_.assign(f, f + n * width);
+        break;
+      case Defect::kPromptOneLate:  // the prompt's features one position late
+        if (!verify && first + n > 1) {
+          std::copy(f, f + (n - 1) * width, rows.begin() + width);
+        }
+        break;
+    }
+    inner_.take_features(first, n, n_embd, rows.data());
+  }
+  // The engine calls take_features for the prompt before begin(); later ones are verifies.
+  void start_run() { in_prefill_ = true; }
+
+ private:
+  spec::Eagle3Drafter& inner_;
+  Defect defect_;
+  bool in_prefill_ = true;
+  std::vector<float> last_verify_;
+};
+
+// Empty when the drafter's cache equals one built from scratch for its committed pairs.
+std::string cache_difference(const model::Model& target, const model::heads::Eagle3& head,
+                             const spec::Eagle3Drafter& drafter, kernels::ThreadPool& pool) {
+  const std::vector<int32_t>& tokens = drafter.pair_tokens();
+  const int64_t rows = drafter.cache().size();
+  if (rows == 0) return tokens.empty() ? "" : "tokens without rows";
+  if (static_cast<int64_t>(tokens.size()) != rows + 1) return "pair tokens do not match the rows";
+  const int64_t n_embd = target.hparams().n_embd;
+  const auto taps = head.target_layers();
+  const auto width = static_cast<int64_t>(taps.size()) * n_embd;
+
+  cache::ModelCache target_cache(target, {.capacity = rows, .max_batch = rows});
+  model::Evaluator target_eval(target, pool, rows, rows);
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  std::iota(positions.begin(), positions.end(), 0);
+  std::vector<float> features(static_cast<size_t>(rows * width));
+  model::RowExtras capture;
+  capture.capture_layers = taps;
+  capture.on_features = [&](int64_t first, int64_t n, const float* f) {
+    std::copy(f, f + n * width, features.begin() + first * width);
+  };
+  target_eval.forward(std::span<const int32_t>(tokens).first(static_cast<size_t>(rows)), positions,
+                      {}, target_cache.memory(), nullptr, -1, capture);
+  std::vector<float> g(static_cast<size_t>(rows * head.hparams().n_embd));
+  head.fuse(features.data(), rows, g.data(), pool);
+
+  cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
+  model::Evaluator head_eval(head, pool, rows, rows);
+  head_eval.forward(std::span<const int32_t>(tokens).subspan(1), positions, {}, want.memory(),
+                    nullptr, -1, {.hidden_in = g.data()});
+  want.commit(rows);
+  auto& got = const_cast<cache::ModelCache&>(drafter.cache());
+  return testing::first_cache_difference(got.memory(), want.memory(), rows);
+}
+
+struct Outcome {
+  int64_t cycles = 0, drafted = 0, accepted = 0;
+  std::string first_difference;  // with the cycle it was seen after
+};
+
+Outcome run(Defect defect, float temperature) {
+  auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
+  kernels::ThreadPool pool(2);
+  const auto prompts = testing::zoo_prompts(*target, 2);
+  const int64_t n_ctx = 512, ubatch = 16;
+  auto holder = testing::make_test_drafter("eagle3:echo", *target, pool, n_ctx, ubatch);
+  auto& inner = const_cast<spec::Eagle3Drafter&>(*holder.eagle3_drafter);
+  FeatureTamperer drafter(inner, defect);
+  Generator gen(*target, pool, n_ctx, ubatch);
+  const auto sampler = testing::make_sampler(*target, temperature);
+  sampling::SeededRng rng(5);
+  Outcome out;
+  int64_t cycle = 0;
+  for (const int k : {1, 4, 8}) {
+    for (const auto& prompt : prompts) {
+      GenerateOptions opt;
+      opt.n_predict = 48;
+      opt.ignore_eos = true;
+      opt.drafter = &drafter;
+      opt.draft_max = k;
+      opt.on_cycle = [&](const CycleInfo&) {
+        ++cycle;
+        if (!out.first_difference.empty()) return;
+        const std::string d = cache_difference(*target, *holder.head, inner, pool);
+        if (!d.empty()) {
+          out.first_difference =
+              "after cycle " + std::to_string(cycle) + " (k=" + std::to_string(k) + "): " + d;
+        }
+      };
+      drafter.start_run();
+      const auto r = gen.generate(prompt, sampler, rng, opt, testing::kNeverEog);
+      out.cycles += r.stats.spec.cycles;
+      out.drafted += r.stats.spec.drafted;
+      out.accepted += r.stats.spec.accepted;
+    }
+  }
+  std::printf("[ eagle3   ] T=%.1f defect %d: %lld cycles, %lld drafted, %lld accepted%s%s\n",
+              temperature, static_cast<int>(defect), static_cast<long long>(out.cycles),
+              static_cast<long long>(out.drafted), static_cast<long long>(out.accepted),
+              out.first_difference.empty() ? "" : "; ", out.first_difference.c_str());
+  return out;
+}
+
+class Eagle3CacheState : public ::testing::Test {
+ protected:
+  void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
+};
+
+TEST_F(Eagle3CacheState, HoldsExactlyTheCommittedPairsAfterEveryCycle) {
+  for (const float temperature : {0.0f, 0.8f}) {
+    const Outcome o = run(Defect::kNone, temperature);
+    EXPECT_EQ(o.first_difference, "") << "T=" << temperature;
+    // Both kinds of cycle happened: some drafts kept, some rejected.
+    EXPECT_GT(o.accepted, 0) << "T=" << temperature;
+    EXPECT_LT(o.accepted, o.drafted) << "T=" << temperature;
+  }
+}
+
+TEST_F(Eagle3CacheState, PlantedFeatureDefectsAreCaught) {
+  for (const Defect d :
+       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
+    const Outcome o = run(d, 0.0f);
+    EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(d) << " went unnoticed";
+  }
+}
+
+}  // namespace
+}  // namespace augur::engine
+
+namespace augur::engine {
+namespace {
+
+// Without drift the echo head's y is g = the target's final normed hidden state of the row it
+// reads, and its logits are those through the target's own output head (renormed: a positive
+// scale). Row P pairs t_{P+1} with g_P, and g_P is what the target predicted t_{P+1} from, so in
+// a greedy session every first draft must be the carry token itself (the target's greedy choice
+// at the last committed row). It checks feature capture at tap n_layer, the row each g is taken
+// from, fc, the head's residual path and the shared output head together.
+class FirstDraftRecorder final : public spec::DraftSource {
+ public:
+  explicit FirstDraftRecorder(spec::Eagle3Drafter& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::span<const int32_t> feature_layers() const override { return inner_.feature_layers(); }
+  int64_t reusable_prefix(std::span<const int32_t> p) const override {
+    return inner_.reusable_prefix(p);
+  }
+  void take_features(int64_t first, int64_t n, int64_t n_embd, const float* f) override {
+    inner_.take_features(first, n, n_embd, f);
+  }
+  void begin(std::span<const int32_t> prompt) override { inner_.begin(prompt); }
+  void propose(const spec::DraftRequest& r, spec::Draft& out) override {
+    inner_.propose(r, out);
+    if (out.tokens.empty()) return;
+    ++proposals;
+    carry_echoed += out.tokens[0] == r.context.back();
+  }
+  void observe(int n) override { inner_.observe(n); }
+  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
+  int64_t proposals = 0, carry_echoed = 0;
+
+ private:
+  spec::Eagle3Drafter& inner_;
+};
+
+TEST_F(Eagle3CacheState, DriftlessEchoHeadFirstDraftIsTheCarry) {
+  auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
+  kernels::ThreadPool pool(2);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("augur-pure-echo-" + std::to_string(::getpid()) + ".gguf");
+  testing::write_echo_eagle3(*target, path, {.mix = 0.0f});
+  const auto head = model::heads::Eagle3::load(path, *target);
+  std::filesystem::remove(path);
+  const int64_t n_ctx = 512;
+  spec::Eagle3Drafter inner(*head, pool, n_ctx, 16);
+  FirstDraftRecorder drafter(inner);
+  Generator gen(*target, pool, n_ctx, 16);
+  const auto sampler = testing::make_sampler(*target, 0.0f);
+  sampling::SeededRng rng(1);
+  for (const auto& prompt : testing::zoo_prompts(*target, 3)) {
+    GenerateOptions opt;
+    opt.n_predict = 64;
+    opt.ignore_eos = true;
+    opt.drafter = &drafter;
+    opt.draft_max = 4;
+    gen.generate(prompt, sampler, rng, opt, testing::kNeverEog);
+  }
+  std::printf("[ eagle3   ] driftless echo: %lld of %lld first drafts are the carry\n",
+              static_cast<long long>(drafter.carry_echoed),
+              static_cast<long long>(drafter.proposals));
+  EXPECT_GT(drafter.proposals, 20);
+  EXPECT_EQ(drafter.carry_echoed, drafter.proposals);
+}
+
+}  // namespace
+}  // namespace augur::engine
