@@ -159,7 +159,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   r->add_option("--draft-head", rc.head_path,
                 "EAGLE-3 head (arch eagle3) for spec:eagle3 arms and the auto source eagle3");
   r->add_option("--arms", run->arms,
-                "comma-separated: ar, spec:model:K, spec:ngram:K[:N], spec:layerskip:L:K")
+                "comma-separated: ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
+                "spec:ngram:K[:N], spec:layerskip:L:K, spec:auto[:SOURCES][:K]")
       ->capture_default_str();
   r->add_option("--prompts", rc.prompts_path, "JSONL file, one {\"id\",\"prompt\"} per line")
       ->required();
