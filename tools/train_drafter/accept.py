@@ -68,3 +68,21 @@ def evaluate(tgt, heldout, drafters, n=256, ctx=128, batch=32, seed=7):
 
 def plain_draft_fn(draft_model):
     return lambda cx, c1: draft_model.greedy(torch.cat([cx, c1[:, None]], 1), N_DRAFT)
+
+
+@torch.no_grad()
+def mtp_drafts(tgt, mtp, ctx, c1):
+    """MTP: rows (t_p, h_{p-1}) for p = 1..W-1, then (c1, h_{W-1}) at W; own h' fed back afterwards."""
+    B, W = ctx.shape
+    h = tgt.forward(ctx, taps=(tgt.n_layer,), logits=False)["feats"][tgt.n_layer]
+    toks = torch.cat([ctx[:, 1:], c1[:, None]], 1)       # rows p = 1..W
+    hs = h                                                 # h_{p-1} for those rows
+    drafts = []
+    for s in range(N_DRAFT):
+        pos = torch.arange(1, toks.shape[1] + 1)
+        hp, lg, _ = mtp.forward_rows(toks, hs, pos)
+        d = lg[:, -1].argmax(-1)
+        drafts.append(d)
+        toks = torch.cat([toks, d[:, None]], 1)
+        hs = torch.cat([hs, hp[:, -1:]], 1)
+    return torch.stack(drafts, 1)
