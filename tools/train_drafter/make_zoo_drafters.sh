@@ -16,6 +16,12 @@ rm -f "$WORK"/zoo-target-eagle3-f16.gguf*
     -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
     -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers auto --probe-minutes 2 --minutes 20 \
     --baseline "$ZOO/zoo-draft-f16.gguf"
+# second stage: resume the checkpoint (step 480 here) and train until 29 wall-clock minutes in total;
+# the cosine LR is re-read from the new budget, so it rises from 10% to ~30% of peak and decays again
+/usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
+    -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
+    -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers 2,4,7 --minutes 29 --resume \
+    --baseline "$ZOO/zoo-draft-f16.gguf"
 cp "$WORK/zoo-target-eagle3-f16.gguf" "$WORK/zoo-target-eagle3-f16.gguf.manifest.json" "$REPO/models/"
 
 /usr/bin/python3 "$HERE/make_reference_eagle3.py" --out-dir "$REPO/tests/data/drafters"
