@@ -1,0 +1,28 @@
+#!/bin/sh
+# Reproduces models/zoo-target-eagle3-f16.gguf (+ manifest) and the tiny test drafter.
+# usage: tools/train_drafter/make_zoo_drafters.sh ZOO_MODELS_DIR AUGUR_BINARY [WORK_DIR]
+# ZOO_MODELS_DIR holds zoo-target-f16.gguf, zoo-draft-f16.gguf and prompts-code.jsonl.
+set -eu
+ZOO=${1:?zoo models dir}
+AUGUR=${2:?augur binary}
+WORK=${3:-${TMPDIR:-/tmp}/augur-zoo-drafters}
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+mkdir -p "$WORK"
+rm -f "$WORK"/zoo-target-eagle3-f16.gguf*
+
+# taps: auto = 2-minute probes of [2,4,5] (llama.cpp default L-3) and [2,4,7] (L-1), keep the better
+/usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
+    -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
+    -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers auto --probe-minutes 2 --minutes 20 \
+    --baseline "$ZOO/zoo-draft-f16.gguf"
+# second stage: resume the checkpoint (step 480 here) and train until 29 wall-clock minutes in total;
+# the cosine LR is re-read from the new budget, so it rises from 10% to ~30% of peak and decays again
+/usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
+    -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
+    -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers 2,4,7 --minutes 29 --resume \
+    --baseline "$ZOO/zoo-draft-f16.gguf"
+cp "$WORK/zoo-target-eagle3-f16.gguf" "$WORK/zoo-target-eagle3-f16.gguf.manifest.json" "$REPO/models/"
+
+/usr/bin/python3 "$HERE/make_reference_eagle3.py" --out-dir "$REPO/tests/data/drafters"
+sha256sum "$REPO/models/zoo-target-eagle3-f16.gguf"
