@@ -51,8 +51,9 @@ void read_header(const json& report, SchemaReader& schema) {
                         {"arch", Type::kString},
                         {"tensor_types", Type::kObject}});
         const auto role = schema.string(*model, "role", where);
-        if (role && *role != "target" && *role != "draft") {
-          schema.defect(fmt::format("{}: role '{}', expected 'target' or 'draft'", where, *role));
+        if (role && *role != "target" && *role != "draft" && *role != "head") {
+          schema.defect(
+              fmt::format("{}: role '{}', expected 'target', 'draft' or 'head'", where, *role));
         }
         n_targets += role == "target" ? 1 : 0;
         if (const json* types = schema.object(*model, "tensor_types", where)) {

@@ -519,6 +519,9 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
     const bool reads_head =
         arm.config.drafter == "eagle3" || arm.config.drafter == "eagle3-argmax" ||
         (arm.config.drafter == "auto" && arm.config.sources.find("eagle3") != std::string::npos);
+    if (reads_head && !run.model_bytes.count("head")) {
+      problems.push_back("its drafter reads an EAGLE-3 head, but no model has the role 'head'");
+    }
     const int64_t need =
         target_bytes + (reads_draft ? draft_bytes : 0) + (reads_head ? head_bytes : 0);
     if (!arm_bytes.empty() && *arm_bytes.begin() < need) {

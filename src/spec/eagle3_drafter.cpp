@@ -165,8 +165,10 @@ int64_t Eagle3Drafter::memory_bytes() const {
   const auto vector_bytes = [](const auto& v) {
     return static_cast<int64_t>(v.capacity() * sizeof(v[0]));
   };
+  // Buffers sized at construction; g_ and y_all_ hold the rows of one catch-up (a prompt's, or
+  // a verify's) and are left out like the token lists, so the figure is the same for every run.
   return static_cast<int64_t>(head_.file().file_size()) + cache_.bytes() + eval_.bytes() +
-         vector_bytes(logits_) + vector_bytes(g_) + vector_bytes(y_all_);
+         vector_bytes(logits_) + vector_bytes(y_) + vector_bytes(y_next_);
 }
 
 }  // namespace augur::spec

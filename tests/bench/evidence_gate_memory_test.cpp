@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "bench/evidence_gate.h"
 #include "support/bench_reports.h"
 #include "support/gate_assertions.h"
+#include "support/reference.h"
+#include "test_paths.h"
 
 namespace augur::bench {
 namespace {
@@ -153,6 +156,32 @@ TEST(EvidenceGateMemory, EachPlantedDefectIsAMemoryClaim) {
     plant(report);
     EXPECT_THAT(expect_only_rule(report, "MEMORY_CLAIM"), HasSubstr(message)) << message;
   }
+}
+
+}  // namespace
+}  // namespace augur::bench
+
+namespace augur::bench {
+namespace {
+
+// A committed report with EAGLE-3 arms: the head is a model of its own (role "head"), and the
+// arms that read it must hold its bytes; a report that drops the head's entry, or claims arms
+// smaller than the files they read, is caught from the numbers.
+TEST(EvidenceGateMemory, Eagle3ArmsHoldTheirHead) {
+  const json report =
+      testing::read_json(testing::source_dir() / "bench" / "reports" / "eagle3-zoo-q8_0-t0.json");
+  expect_clean(report);
+  json no_head = report;
+  auto& models = no_head["models"];
+  models.erase(std::remove_if(models.begin(), models.end(),
+                              [](const json& m) { return m["role"] == "head"; }),
+               models.end());
+  EXPECT_THAT(expect_rule(no_head, "MEMORY_CLAIM"), HasSubstr("no model has the role 'head'"));
+  json huge_head = report;
+  for (json& m : huge_head["models"]) {
+    if (m["role"] == "head") m["bytes"] = int64_t{1} << 40;
+  }
+  EXPECT_THAT(expect_rule(huge_head, "MEMORY_CLAIM"), HasSubstr("of the model file(s) it reads"));
 }
 
 }  // namespace
