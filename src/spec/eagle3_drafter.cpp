@@ -4,17 +4,10 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "spec/draft_sampling.h"
 
 namespace augur::spec {
 namespace {
-
-// softmax(logits)[token] at temperature 1: how sure a greedy drafter is of its argmax.
-float softmax_probability(std::span<const float> logits, int32_t token) {
-  const float top = *std::max_element(logits.begin(), logits.end());
-  float sum = 0;
-  for (const float l : logits) sum += std::exp(l - top);
-  return std::exp(logits[static_cast<size_t>(token)] - top) / sum;
-}
 
 int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   return static_cast<int64_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first -
@@ -112,7 +105,6 @@ void Eagle3Drafter::propose(const DraftRequest& request, Draft& out) {
   AUGUR_CHECK(!request.context.empty() && request.sampler && request.rng,
               "a draft request has a context, a sampler and an RNG");
   if (request.k_max <= 0) return;
-  const auto n_vocab = static_cast<size_t>(head_.hparams().n_vocab);
   const auto context = request.context;
   sync(context);
   // The target has the features of every context token but the last (the carry).
@@ -121,29 +113,15 @@ void Eagle3Drafter::propose(const DraftRequest& request, Draft& out) {
   catch_up(context, last);
   n_catchup_ = last - cache_.size() + 1;
 
-  history_.assign(context.begin(), context.end());
-  out.q.resize(static_cast<size_t>(request.k_max) * n_vocab);
-  for (int i = 0; i < request.k_max; ++i) {
-    const std::span<float> q(out.q.data() + static_cast<size_t>(i) * n_vocab, n_vocab);
-    const int32_t token = request.sampler->sample(logits_, history_, *request.rng, q);
-    out.tokens.push_back(token);
-    history_.push_back(token);
-    if (request.keep_drafting) {  // only a planner reads confidences: no cost otherwise
-      const float confidence = request.sampler->greedy() ? softmax_probability(logits_, token)
-                                                         : q[static_cast<size_t>(token)];
-      out.confidence.push_back(confidence);
-      if (i + 1 < request.k_max && !request.keep_drafting(i + 1, confidence)) break;
-    }
-    if (i + 1 == request.k_max) break;
+  draft_token_by_token(request, logits_, history_, out, [&](int32_t token) {
     // (d_i, its own y) at the next position: the target has no features for d_i.
-    const int32_t position = static_cast<int32_t>(last + 1 + i);
+    const auto position = static_cast<int32_t>(last + static_cast<int64_t>(out.tokens.size()));
     const int32_t row = 0;
     eval_.forward(std::span<const int32_t>(&token, 1), std::span<const int32_t>(&position, 1),
                   std::span<const int32_t>(&row, 1), cache_.memory(), logits_.data(), -1,
                   {.hidden_in = y_.data(), .hidden_out = y_next_.data()});
     std::swap(y_, y_next_);
-  }
-  out.q.resize(out.tokens.size() * n_vocab);
+  });
   pair_tokens_.assign(context.begin(), context.end());
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "model/forward_batcher.h"
+#include "spec/draft_sampling.h"
 
 namespace augur::spec {
 namespace {
@@ -20,14 +21,6 @@ int checked_layers(const model::Model& model, int n_layers) {
         n_layer, n_layer));
   }
   return n_layers;
-}
-
-// softmax(logits)[token] at temperature 1: how sure a greedy drafter is of its argmax.
-float softmax_probability(std::span<const float> logits, int32_t token) {
-  const float top = *std::max_element(logits.begin(), logits.end());
-  float sum = 0;
-  for (const float l : logits) sum += std::exp(l - top);
-  return std::exp(logits[static_cast<size_t>(token)] - top) / sum;
 }
 
 }  // namespace
@@ -90,7 +83,6 @@ void ModelDrafter::propose(const DraftRequest& request, Draft& out) {
   AUGUR_CHECK(!request.context.empty() && request.sampler && request.rng,
               "a draft request has a context, a sampler and an RNG");
   if (request.k_max <= 0) return;
-  const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
   // The last context token must be evaluated here: its row gives q1.
   const int64_t keep = sync(request.context, static_cast<int64_t>(request.context.size()) - 1);
   const auto catchup = request.context.subspan(static_cast<size_t>(keep));
@@ -98,25 +90,11 @@ void ModelDrafter::propose(const DraftRequest& request, Draft& out) {
   n_catchup_ = static_cast<int64_t>(catchup.size());
   eval_.forward_last(catchup, cache_.memory(), logits_.data(), n_layers_);
 
-  history_.assign(request.context.begin(), request.context.end());
-  out.q.resize(static_cast<size_t>(request.k_max) * n_vocab);
-  for (int i = 0; i < request.k_max; ++i) {
-    const std::span<float> q(out.q.data() + static_cast<size_t>(i) * n_vocab, n_vocab);
-    const int32_t token = request.sampler->sample(logits_, history_, *request.rng, q);
-    out.tokens.push_back(token);
-    history_.push_back(token);
-    if (request.keep_drafting) {  // only a planner reads confidences: no cost otherwise
-      const float confidence = request.sampler->greedy() ? softmax_probability(logits_, token)
-                                                         : q[static_cast<size_t>(token)];
-      out.confidence.push_back(confidence);
-      if (i + 1 < request.k_max && !request.keep_drafting(i + 1, confidence)) break;
-    }
-    if (i + 1 == request.k_max) break;
+  draft_token_by_token(request, logits_, history_, out, [&](int32_t token) {
     eval_.forward_last(std::span<const int32_t>(&token, 1), cache_.memory(), logits_.data(),
                        n_layers_);
     fed_.push_back(token);
-  }
-  out.q.resize(out.tokens.size() * n_vocab);
+  });
 }
 
 void ModelDrafter::observe(int n_accepted) {
