@@ -54,16 +54,14 @@ nlohmann::json machine_info(int threads_used) {
           {"os", os}};
 }
 
-std::string sha256_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path.string() + " to hash it");
+namespace {
+
+// Hex digest of whatever `feed` hands to the context.
+template <typename Feed>
+std::string sha256_hex(Feed feed) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   AUGUR_CHECK(ctx && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1, "sha256 init");
-  std::array<char, 1 << 16> buf;
-  while (in) {
-    in.read(buf.data(), buf.size());
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
+  feed(ctx.get());
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest;
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest.data(), &len);
@@ -74,6 +72,24 @@ std::string sha256_file(const std::filesystem::path& path) {
     hex += kHex[digest[i] & 15];
   }
   return hex;
+}
+
+}  // namespace
+
+std::string sha256_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path.string() + " to hash it");
+  return sha256_hex([&](EVP_MD_CTX* ctx) {
+    std::array<char, 1 << 16> buf;
+    while (in) {
+      in.read(buf.data(), buf.size());
+      if (in.gcount() > 0) EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  });
+}
+
+std::string sha256_bytes(std::span<const uint8_t> bytes) {
+  return sha256_hex([&](EVP_MD_CTX* ctx) { EVP_DigestUpdate(ctx, bytes.data(), bytes.size()); });
 }
 
 int64_t peak_rss_bytes() {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 namespace augur::bench {
@@ -15,6 +16,8 @@ nlohmann::json build_info();
 nlohmann::json machine_info(int threads_used);
 // Hex SHA-256 of a file's bytes (streamed). Error if it cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
+// Hex SHA-256 of bytes in memory.
+std::string sha256_bytes(std::span<const uint8_t> bytes);
 // The process's peak resident set size in bytes: since the last successful reset_peak_rss()
 // (VmHWM of /proc/self/status), or over its lifetime (getrusage) where Linux lacks the reset.
 int64_t peak_rss_bytes();

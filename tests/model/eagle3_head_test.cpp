@@ -8,7 +8,6 @@
 // key (type, value or the sha256 of an array's packed items) and tensor (shape, type, sha256 of
 // its bytes); augur's reader must see exactly those, nothing more, and the head must load.
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/build_info.h"
 #include "cache/model_cache.h"
 #include "common/error.h"
 #include "gguf/file.h"
@@ -158,19 +158,7 @@ TEST(Eagle3Head, RefusesHeadsThatDoNotFitTheTarget) {
 }
 
 std::string sha256(const uint8_t* data, size_t n) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx.get(), data, n);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
+  return bench::sha256_bytes(std::span<const uint8_t>(data, n));
 }
 
 // An array's items packed as GGUF stores them (strings with their u64 length), no header.
