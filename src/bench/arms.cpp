@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "engine/generator.h"
 #include "spec/auto_sources.h"
+#include "spec/head_drafters.h"
 
 namespace augur::bench {
 namespace {
@@ -26,6 +27,7 @@ std::vector<std::string> split(std::string_view text, char sep) {
 [[noreturn]] void bad_arm(std::string_view text, std::string_view why) {
   throw InvalidArgument(
       fmt::format("arm '{}': {} (use ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
+                  "spec:dflash:K, spec:dflash-argmax:K, "
                   "spec:ngram:K[:N], spec:layerskip:L:K or spec:auto[:SOURCES][:K])",
                   text, why));
 }
@@ -46,7 +48,7 @@ int number(std::string_view arm, const std::string& part, int lo, int hi, std::s
 std::string ArmSpec::config_key() const {
   if (!spec) return "ar";
   if (drafter == "model") return fmt::format("spec/model/k{}", draft_max);
-  if (drafter == "eagle3" || drafter == "eagle3-argmax") {
+  if (spec::reads_head(drafter)) {
     return fmt::format("spec/{}/k{}", drafter, draft_max);
   }
   if (drafter == "ngram") return fmt::format("spec/ngram{}/k{}", ngram_max, draft_max);
@@ -67,8 +69,7 @@ ArmSpec parse_arm(std::string_view text) {
   arm.spec = true;
   arm.drafter = parts[1];
   const int k_max = engine::kMaxDraft;
-  if ((arm.drafter == "model" || arm.drafter == "eagle3" || arm.drafter == "eagle3-argmax") &&
-      parts.size() == 3) {
+  if ((arm.drafter == "model" || spec::reads_head(arm.drafter)) && parts.size() == 3) {
     arm.draft_max = number(text, parts[2], 1, k_max, "K");
   } else if (arm.drafter == "ngram" && (parts.size() == 3 || parts.size() == 4)) {
     arm.draft_max = number(text, parts[2], 1, k_max, "K");

@@ -17,11 +17,12 @@
 #include "bench/statistics.h"
 #include "common/error.h"
 #include "engine/generator.h"
+#include "gguf/file.h"
 #include "kernels/thread_pool.h"
+#include "model/heads/load_head.h"
 #include "model/model.h"
-#include "spec/argmax_drafts.h"
 #include "spec/auto_sources.h"
-#include "spec/eagle3_drafter.h"
+#include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -86,10 +87,20 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   config.sampler.validate();
   const bool have_draft = !config.draft_path.empty();
   const bool have_head = !config.head_path.empty();
+  const std::string head_arch = have_head ? std::string(gguf::File::open(config.head_path)
+                                                            ->get_string_opt("general.architecture")
+                                                            .value_or(""))
+                                          : std::string();
+  if (have_head && !model::heads::is_head_arch(head_arch)) {
+    throw InvalidArgument(
+        fmt::format("--draft-head {}: general.architecture is '{}', not a drafter head (eagle3 or "
+                    "dflash)",
+                    config.head_path, head_arch));
+  }
   // The sources each auto arm plans over: the ones it names, or all at hand.
   const auto auto_sources = [&](const ArmSpec& a) {
     return a.auto_sources.empty()
-               ? spec::all_auto_sources(have_draft, have_head)
+               ? spec::all_auto_sources(have_draft, head_arch)
                : spec::parse_auto_sources(a.auto_sources, fmt::format("arm '{}'", a.name));
   };
   const auto uses_draft = [&](const ArmSpec& a) {
@@ -102,16 +113,28 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   if (!needs_draft && have_draft) {
     throw InvalidArgument("-md given but no spec:model or spec:auto arm uses it");
   }
-  const auto uses_head = [&](const ArmSpec& a) {
-    return a.drafter == "eagle3" || a.drafter == "eagle3-argmax" ||
-           (a.drafter == "auto" && auto_sources(a).eagle3);
+  // The head kind an arm drafts with ("eagle3", "dflash"), or "".
+  const auto head_of = [&](const ArmSpec& a) -> std::string_view {
+    std::string_view kind;
+    if (spec::reads_head(a.drafter, &kind)) return kind;
+    if (a.drafter != "auto") return {};
+    const spec::AutoSources s = auto_sources(a);
+    return s.eagle3 ? "eagle3" : s.dflash ? "dflash" : "";
   };
-  const bool needs_head = std::any_of(config.arms.begin(), config.arms.end(), uses_head);
-  if (needs_head && !have_head) {
-    throw InvalidArgument("a spec:eagle3 or spec:auto:eagle3 arm needs a head: give --draft-head");
+  bool needs_head = false;
+  for (const auto& a : config.arms) {
+    const std::string_view kind = head_of(a);
+    if (kind.empty()) continue;
+    needs_head = true;
+    if (kind != head_arch) {
+      throw InvalidArgument(
+          fmt::format("arm '{}' drafts with a {} head: give one with --draft-head{}", a.name, kind,
+                      have_head ? fmt::format(" (the one given is {})", head_arch) : ""));
+    }
   }
   if (!needs_head && have_head) {
-    throw InvalidArgument("--draft-head given but no spec:eagle3 or spec:auto arm uses it");
+    throw InvalidArgument(
+        "--draft-head given but no spec:eagle3, spec:dflash or spec:auto arm uses it");
   }
 
   auto target = model::load_model(config.target_path);
@@ -120,8 +143,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     draft = model::load_model(config.draft_path);
     spec::check_same_vocabulary(*target, *draft);
   }
-  std::unique_ptr<model::heads::Eagle3> head;
-  if (needs_head) head = model::heads::Eagle3::load(config.head_path, *target);
+  std::unique_ptr<model::Model> head;
+  if (needs_head) head = model::heads::load_head(config.head_path, *target);
   const auto tok = tokenizer::Tokenizer::from_gguf(target->file());
   const auto prompts = read_prompts(config, *tok);
   const int threads =
@@ -144,12 +167,9 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     } else if (a.drafter == "model") {
       drafters.push_back(
           std::make_unique<spec::ModelDrafter>(*draft, pool, n_ctx, config.ubatch, -1, types));
-    } else if (a.drafter == "eagle3") {
-      drafters.push_back(
-          std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, config.ubatch, types));
-    } else if (a.drafter == "eagle3-argmax") {
-      drafters.push_back(std::make_unique<spec::ArgmaxDrafts>(
-          std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, config.ubatch, types)));
+    } else if (spec::reads_head(a.drafter)) {
+      drafters.push_back(spec::make_head_drafter(*head, pool, n_ctx, config.ubatch, types,
+                                                 a.drafter.ends_with("-argmax")));
     } else if (a.drafter == "ngram") {
       drafters.push_back(std::make_unique<spec::NgramDrafter>(1, a.ngram_max));
     } else if (a.drafter == "auto") {

@@ -20,7 +20,7 @@ namespace augur::bench {
 struct BenchRunConfig {
   std::string target_path;
   std::string draft_path;    // required by spec:model arms
-  std::string head_path;     // an EAGLE-3 head: required by spec:eagle3 arms
+  std::string head_path;     // a drafter head (eagle3, dflash): required by arms drafting with it
   std::string prompts_path;  // JSONL with "id" and "prompt" per line
   size_t max_prompts = 0;    // 0: all
   std::vector<ArmSpec> arms;

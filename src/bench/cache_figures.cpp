@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "spec/argmax_drafts.h"
 #include "spec/auto_drafter.h"
-#include "spec/eagle3_drafter.h"
+#include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 
 namespace augur::bench {
@@ -29,7 +29,7 @@ const cache::ModelCache* model_cache(const spec::DraftSource& source) {
   if (const auto* drafter = dynamic_cast<const spec::ModelDrafter*>(&source)) {
     return &drafter->cache();
   }
-  if (const auto* head = dynamic_cast<const spec::Eagle3Drafter*>(&source)) return &head->cache();
+  if (const auto* cache = spec::head_drafter_cache(source)) return cache;
   if (const auto* argmax = dynamic_cast<const spec::ArgmaxDrafts*>(&source)) {
     return model_cache(argmax->inner());
   }

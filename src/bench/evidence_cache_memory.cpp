@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/cache_figures.h"
+#include "spec/head_drafters.h"
 
 namespace augur::bench::evidence {
 
@@ -16,15 +17,14 @@ namespace {
 using nlohmann::json;
 
 // The kinds of draft source of an arm that keep a cache of their own ("model", "layerskip",
-// "eagle3", "eagle3-argmax"),
+// "eagle3", "dflash" and their "-argmax" forms),
 // from its declared configuration. (An auto drafter may hold one layer-skip cache per depth.)
 std::set<std::string> caching_sources(const ArmConfig& arm) {
   std::set<std::string> kinds;
   if (arm.kind != "spec") return kinds;
   std::stringstream sources(arm.drafter == "auto" ? arm.sources : arm.drafter);
   for (std::string source; std::getline(sources, source, '+');) {
-    if (source == "model" || source == "layerskip" || source == "eagle3" ||
-        source == "eagle3-argmax") {
+    if (source == "model" || source == "layerskip" || spec::reads_head(source)) {
       kinds.insert(source);
     }
   }

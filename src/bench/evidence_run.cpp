@@ -12,6 +12,7 @@
 
 #include "bench/evidence_cache_memory.h"
 #include "bench/statistics.h"
+#include "spec/head_drafters.h"
 
 namespace augur::bench::evidence {
 
@@ -517,10 +518,11 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
         arm.config.drafter == "model" ||
         (arm.config.drafter == "auto" && arm.config.sources.find("model") != std::string::npos);
     const bool reads_head =
-        arm.config.drafter == "eagle3" || arm.config.drafter == "eagle3-argmax" ||
-        (arm.config.drafter == "auto" && arm.config.sources.find("eagle3") != std::string::npos);
+        spec::reads_head(arm.config.drafter) ||
+        (arm.config.drafter == "auto" && (arm.config.sources.find("eagle3") != std::string::npos ||
+                                          arm.config.sources.find("dflash") != std::string::npos));
     if (reads_head && !run.model_bytes.count("head")) {
-      problems.push_back("its drafter reads an EAGLE-3 head, but no model has the role 'head'");
+      problems.push_back("its drafter reads a drafter head, but no model has the role 'head'");
     }
     const int64_t need =
         target_bytes + (reads_draft ? draft_bytes : 0) + (reads_head ? head_bytes : 0);

@@ -156,10 +156,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto& rc = run->config;
   r->add_option("-m,--model", rc.target_path, "target GGUF model")->required();
   r->add_option("--model-draft", rc.draft_path, "(also -md) draft model for spec:model arms");
-  r->add_option("--draft-head", rc.head_path,
-                "EAGLE-3 head (arch eagle3) for spec:eagle3 arms and the auto source eagle3");
+  r->add_option(
+      "--draft-head", rc.head_path,
+      "drafter head (arch eagle3 or dflash) for spec:eagle3 / spec:dflash arms and the auto "
+      "source of that name");
   r->add_option("--arms", run->arms,
                 "comma-separated: ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
+                "spec:dflash:K, spec:dflash-argmax:K, "
                 "spec:ngram:K[:N], spec:layerskip:L:K, spec:auto[:SOURCES][:K]")
       ->capture_default_str();
   r->add_option("--prompts", rc.prompts_path, "JSONL file, one {\"id\",\"prompt\"} per line")

@@ -9,10 +9,10 @@
 #include "common/error.h"
 #include "engine/generator.h"
 #include "gguf/file.h"
-#include "model/heads/eagle3.h"
+#include "model/heads/load_head.h"
 #include "spec/auto_drafter.h"
 #include "spec/auto_sources.h"
-#include "spec/eagle3_drafter.h"
+#include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 #include "spec/vocab_match.h"
@@ -39,13 +39,15 @@ void DraftOptions::add_options(CLI::App& app) {
                  "the source and block size every cycle among model (with -md), ngram and "
                  "layerskip; SOURCES restricts them, e.g. auto:model+ngram), none (plain AR), "
                  "model (needs -md), eagle3 (an EAGLE-3 head reading the target's hidden "
+                 "states, -md FILE), dflash (a DFlash block drafter reading the target's hidden "
                  "states, -md FILE), ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default "
                  "4), layerskip:L (the target's first L layers)");
   // "-md" (llama.cpp's spelling) is rewritten to --model-draft by main(): CLI11 short names are
   // one character.
-  app.add_option("--model-draft", draft_model,
-                 "(also -md) draft model GGUF, same vocabulary as the target, or an EAGLE-3 head "
-                 "(general.architecture eagle3) made for the target");
+  app.add_option(
+      "--model-draft", draft_model,
+      "(also -md) draft model GGUF, same vocabulary as the target, or a drafter head made "
+      "for the target: EAGLE-3 (general.architecture eagle3) or DFlash (dflash)");
   app.add_option(
          "--draft-max", draft_max,
          fmt::format("tokens drafted per cycle, 1..{} (with auto: the most)", engine::kMaxDraft))
@@ -69,9 +71,10 @@ DraftKind check_options(const DraftOptions& options) {
   k.kind = !options.draft.empty() ? options.draft : "auto";
   k.colon = k.kind.find(':');
   k.name = k.kind.substr(0, k.colon);
-  if (!options.draft_model.empty() && k.name != "model" && k.name != "auto" && k.name != "eagle3") {
+  if (!options.draft_model.empty() && k.name != "model" && k.name != "auto" &&
+      !model::heads::is_head_arch(k.name)) {
     throw InvalidArgument(fmt::format(
-        "-md/--model-draft is only used with --draft model, eagle3 or auto, not --draft {}",
+        "-md/--model-draft is only used with --draft model, eagle3, dflash or auto, not --draft {}",
         k.kind));
   }
   if (!options.policy_log.empty() && k.name != "auto") {
@@ -85,8 +88,9 @@ DraftKind check_options(const DraftOptions& options) {
   if (k.name == "model" && k.colon == std::string::npos && options.draft_model.empty()) {
     throw InvalidArgument("--draft model needs a draft model: give -md FILE");
   }
-  if (k.name == "eagle3" && options.draft_model.empty()) {
-    throw InvalidArgument("--draft eagle3 needs an EAGLE-3 head: give -md FILE");
+  if (model::heads::is_head_arch(k.name) && options.draft_model.empty()) {
+    throw InvalidArgument(
+        fmt::format("--draft {0} needs a {0} drafter file: give -md FILE", k.name));
   }
   return k;
 }
@@ -97,20 +101,23 @@ std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
                                                const model::Model& target) {
   const DraftKind k = check_options(options);
   if (options.draft_model.empty()) return nullptr;
-  // A drafter head (EAGLE-3) reads the target and is loaded for it; anything else is a model.
-  const bool head = gguf::File::open(options.draft_model)->get_string_opt("general.architecture") ==
-                    std::optional<std::string_view>("eagle3");
+  // A drafter head (EAGLE-3, DFlash) reads the target and is loaded for it; anything else is a
+  // model.
+  const std::string arch(
+      gguf::File::open(options.draft_model)->get_string_opt("general.architecture").value_or(""));
+  const bool head = model::heads::is_head_arch(arch);
   if (head && k.name == "model") {
     throw InvalidArgument(
-        fmt::format("-md {} is an EAGLE-3 head, not a draft model: use --draft eagle3 (or auto)",
-                    options.draft_model));
+        fmt::format("-md {} is a drafter head ({}), not a draft model: use --draft {} (or auto)",
+                    options.draft_model, arch, arch));
   }
-  if (!head && k.name == "eagle3") {
-    throw InvalidArgument(fmt::format(
-        "-md {} is not an EAGLE-3 head (general.architecture = eagle3): --draft eagle3 needs one",
-        options.draft_model));
+  if (model::heads::is_head_arch(k.name) && arch != k.name) {
+    throw InvalidArgument(
+        fmt::format("-md {} is not a {} drafter (its general.architecture is '{}'): --draft {} "
+                    "needs one",
+                    options.draft_model, k.name, arch, k.name));
   }
-  if (head) return model::heads::Eagle3::load(options.draft_model, target);
+  if (head) return model::heads::load_head(options.draft_model, target);
   auto draft_model = load_model_with_progress(options.draft_model);
   spec::check_same_vocabulary(target, *draft_model);
   return draft_model;
@@ -124,12 +131,13 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
   const size_t colon = k.colon;
   if (k.name == "none" && colon == std::string::npos) return nullptr;
   if (k.name == "auto") {
-    // -md is a draft model or an EAGLE-3 head: each is its own source.
-    const auto* head = dynamic_cast<const model::heads::Eagle3*>(draft_model);
+    // -md is a draft model or a drafter head: each is its own source.
+    const std::string_view head_kind = draft_model ? spec::head_kind(*draft_model) : "";
+    const model::Model* head = head_kind.empty() ? nullptr : draft_model;
     const model::Model* lm = head ? nullptr : draft_model;
     const spec::AutoSources sources =
         colon == std::string::npos
-            ? spec::all_auto_sources(lm != nullptr, head != nullptr)
+            ? spec::all_auto_sources(lm != nullptr, head_kind)
             : spec::parse_auto_sources(std::string_view(kind).substr(colon + 1), "--draft " + kind);
     return spec::make_auto_drafter(sources, target, lm, pool, n_ctx, ubatch, options.draft_max,
                                    cache_types, head);
@@ -138,10 +146,10 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
     AUGUR_CHECK(draft_model != nullptr, "--draft model is given its loaded draft model");
     return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, cache_types);
   }
-  if (k.name == "eagle3" && colon == std::string::npos) {
-    const auto* head = dynamic_cast<const model::heads::Eagle3*>(draft_model);
-    AUGUR_CHECK(head != nullptr, "--draft eagle3 is given its loaded head");
-    return std::make_unique<spec::Eagle3Drafter>(*head, pool, n_ctx, ubatch, cache_types);
+  if ((k.name == "eagle3" || k.name == "dflash") && colon == std::string::npos) {
+    AUGUR_CHECK(draft_model != nullptr && spec::head_kind(*draft_model) == k.name,
+                "--draft eagle3/dflash is given its loaded head");
+    return spec::make_head_drafter(*draft_model, pool, n_ctx, ubatch, cache_types);
   }
   if (k.name == "ngram") {
     const int n_max = colon == std::string::npos ? 4 : parse_suffix(kind, colon);
@@ -164,7 +172,7 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
     return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth, cache_types);
   }
   throw InvalidArgument(fmt::format(
-      "--draft {} is not a drafter: use auto[:SOURCES], none, model, eagle3, ngram[:N] or "
+      "--draft {} is not a drafter: use auto[:SOURCES], none, model, eagle3, dflash, ngram[:N] or "
       "layerskip:L",
       kind));
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "spec/eagle3_drafter.h"
+#include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
 
@@ -13,35 +13,39 @@ namespace augur::spec {
 
 std::string AutoSources::name() const {
   std::string out;
-  for (const auto& [on, label] : {std::pair{model, "model"}, std::pair{eagle3, "eagle3"},
-                                  std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
+  for (const auto& [on, label] :
+       {std::pair{model, "model"}, std::pair{eagle3, "eagle3"}, std::pair{dflash, "dflash"},
+        std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
     if (on) out += (out.empty() ? "" : "+") + std::string(label);
   }
   return out;
 }
 
-AutoSources all_auto_sources(bool have_draft_model, bool have_head) {
+AutoSources all_auto_sources(bool have_draft_model, std::string_view head_kind) {
   AutoSources s;
   s.model = have_draft_model;
-  s.eagle3 = have_head;
+  s.eagle3 = head_kind == "eagle3";
+  s.dflash = head_kind == "dflash";
   return s;
 }
 
 AutoSources parse_auto_sources(std::string_view list, std::string_view option) {
-  AutoSources s{false, false, false, false};
+  AutoSources s{false, false, false, false, false};
   size_t start = 0;
   for (;;) {
     const size_t end = std::min(list.find('+', start), list.size());
     const std::string_view name = list.substr(start, end - start);
     bool* flag = name == "model"       ? &s.model
                  : name == "eagle3"    ? &s.eagle3
+                 : name == "dflash"    ? &s.dflash
                  : name == "ngram"     ? &s.ngram
                  : name == "layerskip" ? &s.layerskip
                                        : nullptr;
     if (!flag) {
-      throw InvalidArgument(fmt::format(
-          "{}: '{}' is not a draft source: use model, eagle3, ngram and layerskip joined by '+'",
-          option, name));
+      throw InvalidArgument(
+          fmt::format("{}: '{}' is not a draft source: use model, eagle3, dflash, ngram and "
+                      "layerskip joined by '+'",
+                      option, name));
     }
     if (*flag) throw InvalidArgument(fmt::format("{}: source '{}' is named twice", option, name));
     *flag = true;
@@ -66,12 +70,17 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
                                                const model::Model* draft_model,
                                                kernels::ThreadPool& pool, int64_t n_ctx,
                                                int64_t ubatch, int k_max, cache::CacheTypes types,
-                                               const model::heads::Eagle3* head) {
+                                               const model::Model* head) {
   if (sources.model && !draft_model) {
     throw InvalidArgument("the auto policy's source 'model' needs a draft model: give -md FILE");
   }
-  if (sources.eagle3 && !head) {
+  const std::string_view kind = head ? head_kind(*head) : std::string_view();
+  if (sources.eagle3 && kind != "eagle3") {
     throw InvalidArgument("the auto policy's source 'eagle3' needs an EAGLE-3 head: give -md FILE");
+  }
+  if (sources.dflash && kind != "dflash") {
+    throw InvalidArgument(
+        "the auto policy's source 'dflash' needs a DFlash drafter: give -md FILE");
   }
   std::vector<std::unique_ptr<DraftSource>> list;
   std::vector<std::string> labels;
@@ -79,9 +88,9 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
     list.push_back(std::make_unique<ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, types));
     labels.emplace_back("model");
   }
-  if (sources.eagle3) {
-    list.push_back(std::make_unique<Eagle3Drafter>(*head, pool, n_ctx, ubatch, types));
-    labels.emplace_back("eagle3");
+  if (sources.eagle3 || sources.dflash) {
+    list.push_back(make_head_drafter(*head, pool, n_ctx, ubatch, types));
+    labels.emplace_back(kind);
   }
   if (sources.ngram) {
     list.push_back(std::make_unique<NgramDrafter>(1, 4));

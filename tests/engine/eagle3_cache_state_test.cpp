@@ -19,66 +19,17 @@
 #include "cache/model_cache.h"
 #include "engine/generator.h"
 #include "model/evaluator.h"
+#include "model/heads/eagle3.h"
 #include "support/cache_compare.h"
+#include "support/cache_state_run.h"
 #include "support/requested_isa.h"
 #include "support/spec_setup.h"
 
 namespace augur::engine {
 namespace {
 
-enum class Defect { kNone, kNextRowFeatures, kStaleVerifyFeatures, kPromptOneLate };
-
-// Forwards everything to the real drafter, altering the features it is given per `defect`.
-class FeatureTamperer final : public spec::DraftSource {
- public:
-  FeatureTamperer(spec::Eagle3Drafter& inner, Defect defect) : inner_(inner), defect_(defect) {}
-  std::string name() const override { return inner_.name(); }
-  std::span<const int32_t> feature_layers() const override { return inner_.feature_layers(); }
-  int64_t reusable_prefix(std::span<const int32_t> p) const override {
-    return inner_.reusable_prefix(p);
-  }
-  void begin(std::span<const int32_t> prompt) override {
-    in_prefill_ = false;
-    inner_.begin(prompt);
-  }
-  void reset() override { inner_.reset(); }
-  void propose(const spec::DraftRequest& r, spec::Draft& out) override { inner_.propose(r, out); }
-  void observe(int n) override { inner_.observe(n); }
-  int64_t memory_bytes() const override { return inner_.memory_bytes(); }
-
-  void take_features(int64_t first, int64_t n, int64_t n_embd, const float* f) override {
-    const auto width = static_cast<int64_t>(feature_layers().size()) * n_embd;
-    std::vector<float> rows(f, f + n * width);
-    const bool verify = !in_prefill_;
-    switch (defect_) {
-      case Defect::kNone: break;
-      case Defect::kNextRowFeatures:  // row i gets row i + 1's (the last keeps its own)
-        if (verify) std::copy(f + width, f + n * width, rows.begin());
-        break;
-      case Defect::kStaleVerifyFeatures:  // the previous verify's rows, as far as they reach
-        if (verify && !last_verify_.empty()) {
-          std::copy_n(last_verify_.begin(), std::min(last_verify_.size(), rows.size()),
-                      rows.begin());
-        }
-        if (verify) last_verify_.assign(f, f + n * width);
-        break;
-      case Defect::kPromptOneLate:  // the prompt's features one position late
-        if (!verify && first + n > 1) {
-          std::copy(f, f + (n - 1) * width, rows.begin() + width);
-        }
-        break;
-    }
-    inner_.take_features(first, n, n_embd, rows.data());
-  }
-  // The engine calls take_features for the prompt before begin(); later ones are verifies.
-  void start_run() { in_prefill_ = true; }
-
- private:
-  spec::Eagle3Drafter& inner_;
-  Defect defect_;
-  bool in_prefill_ = true;
-  std::vector<float> last_verify_;
-};
+using testing::Defect;
+using testing::Outcome;
 
 // Empty when the drafter's cache equals one built from scratch for its committed pairs.
 std::string cache_difference(const model::Model& target, const model::heads::Eagle3& head,
@@ -115,52 +66,14 @@ std::string cache_difference(const model::Model& target, const model::heads::Eag
   return testing::first_cache_difference(got.memory(), want.memory(), rows);
 }
 
-struct Outcome {
-  int64_t cycles = 0, drafted = 0, accepted = 0;
-  std::string first_difference;  // with the cycle it was seen after
-};
-
 Outcome run(Defect defect, float temperature) {
   auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
   kernels::ThreadPool pool(2);
-  const auto prompts = testing::zoo_prompts(*target, 2);
-  const int64_t n_ctx = 512, ubatch = 16;
-  auto holder = testing::make_test_drafter("eagle3:echo", *target, pool, n_ctx, ubatch);
+  auto holder = testing::make_test_drafter("eagle3:echo", *target, pool, 512, 16);
   auto& inner = const_cast<spec::Eagle3Drafter&>(*holder.eagle3_drafter);
-  FeatureTamperer drafter(inner, defect);
-  Generator gen(*target, pool, n_ctx, ubatch);
-  const auto sampler = testing::make_sampler(*target, temperature);
-  sampling::SeededRng rng(5);
-  Outcome out;
-  int64_t cycle = 0;
-  for (const int k : {1, 4, 8}) {
-    for (const auto& prompt : prompts) {
-      GenerateOptions opt;
-      opt.n_predict = 48;
-      opt.ignore_eos = true;
-      opt.drafter = &drafter;
-      opt.draft_max = k;
-      opt.on_cycle = [&](const CycleInfo&) {
-        ++cycle;
-        if (!out.first_difference.empty()) return;
-        const std::string d = cache_difference(*target, *holder.head, inner, pool);
-        if (!d.empty()) {
-          out.first_difference =
-              "after cycle " + std::to_string(cycle) + " (k=" + std::to_string(k) + "): " + d;
-        }
-      };
-      drafter.start_run();
-      const auto r = gen.generate(prompt, sampler, rng, opt, testing::kNeverEog);
-      out.cycles += r.stats.spec.cycles;
-      out.drafted += r.stats.spec.drafted;
-      out.accepted += r.stats.spec.accepted;
-    }
-  }
-  std::printf("[ eagle3   ] T=%.1f defect %d: %lld cycles, %lld drafted, %lld accepted%s%s\n",
-              temperature, static_cast<int>(defect), static_cast<long long>(out.cycles),
-              static_cast<long long>(out.drafted), static_cast<long long>(out.accepted),
-              out.first_difference.empty() ? "" : "; ", out.first_difference.c_str());
-  return out;
+  const auto& head = static_cast<const model::heads::Eagle3&>(*holder.head);
+  return testing::run_cache_state(*target, pool, inner, defect, temperature,
+                                  [&] { return cache_difference(*target, head, inner, pool); });
 }
 
 class Eagle3CacheState : public ::testing::Test {

@@ -120,7 +120,8 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
       auto_drafted += st.drafted;
       const auto colon = kind.find(':');
       const std::string label =
-          kind.find("model:") != std::string::npos || kind.find("eagle3:/") != std::string::npos
+          kind.find("model:") != std::string::npos || kind.find("eagle3:/") != std::string::npos ||
+                  kind.find("dflash:/") != std::string::npos
               ? kind.substr(0, colon + 1) +
                     std::filesystem::path(kind.substr(colon + 1)).filename().string()
               : kind;
@@ -137,6 +138,8 @@ const std::string kZooDraft = (testing::models_dir() / "zoo-draft-f16.gguf").str
 // Trained by tools/train_drafter (models/DRAFTERS.md); committed with the source.
 const std::string kZooEagle3 =
     (testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf").string();
+const std::string kZooDFlash =
+    (testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf").string();
 // The fixtures share one 512-token vocabulary (FIXTURES.md), so any of them can draft for another.
 std::string fixture_draft(const std::string& name) {
   return "model:" + (testing::fixtures_dir() / (name + ".gguf")).string();
@@ -237,6 +240,31 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"zoo_q8_0_eagle3_penalty_kv_q8_0",
              "models/zoo-target-q8_0.gguf",
              {"eagle3:" + kZooEagle3},
+             16,
+             1.3f,
+             "q8_0",
+             {1, 4, 8}},
+        // DFlash drafters inject the captured features into their cache and draft a whole
+        // block per forward: a random one (tests/support/dflash_heads.h) on a fixture (alone and
+        // in the auto policy) and the trained one for zoo-target (models/), also with a penalty
+        // and a quantized cache.
+        Case{"tiny_qwen3_dflash",
+             "fixtures/tiny-qwen3.gguf",
+             {"dflash:random", "auto+dflash:random"},
+             8,
+             1.0f,
+             "f32",
+             {1, 4, 8}},
+        Case{"zoo_target_f16_dflash",
+             "models/zoo-target-f16.gguf",
+             {"dflash:random", "dflash:" + kZooDFlash, "auto+dflash:" + kZooDFlash},
+             16,
+             1.0f,
+             "f32",
+             {1, 4, 8}},
+        Case{"zoo_q8_0_dflash_penalty_kv_q8_0",
+             "models/zoo-target-q8_0.gguf",
+             {"dflash:" + kZooDFlash},
              16,
              1.3f,
              "q8_0",

@@ -1,8 +1,9 @@
 // Building blocks for speculative-decoding tests: a target model with its pool, a drafter made
 // from a short description ("model:PATH", "ngram", "layerskip:L", "auto" = the draft policy over
 // n-gram and layer-skip, "auto+model:PATH" = the same plus a draft model, "eagle3:PATH" an EAGLE-3
-// head, "eagle3:echo" the echo head of eagle3_heads.h made for the target, "auto+eagle3:..." the
-// policy with it), prompts from the shared files.
+// head, "eagle3:echo" the echo head of eagle3_heads.h made for the target, "dflash:PATH" a DFlash
+// drafter, "dflash:random" the random one of dflash_heads.h, "auto+eagle3:..." / "auto+dflash:..."
+// the policy with one), prompts from the shared files.
 #pragma once
 
 #include <unistd.h>
@@ -14,13 +15,16 @@
 
 #include "engine/generator.h"
 #include "kernels/thread_pool.h"
-#include "model/heads/eagle3.h"
+#include "model/heads/load_head.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "spec/auto_sources.h"
+#include "spec/dflash_drafter.h"
 #include "spec/eagle3_drafter.h"
+#include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
+#include "support/dflash_heads.h"
 #include "support/eagle3_heads.h"
 #include "support/reference.h"
 #include "test_paths.h"
@@ -31,9 +35,10 @@ namespace augur::testing {
 struct DrafterHolder {
   std::unique_ptr<model::Model> draft_model;  // for "model:PATH"
   std::unique_ptr<spec::DraftSource> drafter;
-  std::unique_ptr<model::heads::Eagle3> head;         // for "eagle3:..."
+  std::unique_ptr<model::Model> head;                 // for "eagle3:..." and "dflash:..."
   const spec::ModelDrafter* model_drafter = nullptr;  // when the drafter has a cache
   const spec::Eagle3Drafter* eagle3_drafter = nullptr;
+  const spec::DFlashDrafter* dflash_drafter = nullptr;
   int n_layers = -1;  // layer-skip depth
 };
 
@@ -41,28 +46,36 @@ inline DrafterHolder make_test_drafter(const std::string& kind, const model::Mod
                                        kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch,
                                        cache::CacheTypes types = {}) {
   DrafterHolder h;
-  // "eagle3:echo" or "eagle3:PATH" -> the loaded head.
-  const auto load_head = [&](const std::string& what) {
-    if (what != "echo") return model::heads::Eagle3::load(what, target);
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("augur-echo-eagle3-" + std::to_string(::getpid()) + ".gguf");
-    write_echo_eagle3(target, path);
-    auto head = model::heads::Eagle3::load(path, target);
+  // "eagle3:echo", "dflash:random" or "KIND:PATH" -> the loaded head.
+  const auto load_head = [&](const std::string& head_kind, const std::string& what) {
+    if (what != "echo" && what != "random") return model::heads::load_head(what, target);
+    const auto path =
+        std::filesystem::temp_directory_path() /
+        ("augur-" + what + "-" + head_kind + "-" + std::to_string(::getpid()) + ".gguf");
+    if (head_kind == "eagle3") {
+      write_echo_eagle3(target, path);
+    } else {
+      write_random_dflash(target, path);
+    }
+    auto head = model::heads::load_head(path, target);
     std::filesystem::remove(path);  // the mapping stays valid
     return head;
   };
-  if (kind.rfind("eagle3:", 0) == 0) {
-    h.head = load_head(kind.substr(7));
-    auto d = std::make_unique<spec::Eagle3Drafter>(*h.head, pool, n_ctx, ubatch, types);
-    h.eagle3_drafter = d.get();
-    h.drafter = std::move(d);
-    return h;
-  }
-  if (kind.rfind("auto+eagle3:", 0) == 0) {
-    h.head = load_head(kind.substr(12));
-    h.drafter = spec::make_auto_drafter(spec::all_auto_sources(false, true), target, nullptr, pool,
-                                        n_ctx, ubatch, engine::kMaxDraft, types, h.head.get());
-    return h;
+  for (const std::string head_kind : {"eagle3", "dflash"}) {
+    if (kind.rfind(head_kind + ":", 0) == 0) {
+      h.head = load_head(head_kind, kind.substr(head_kind.size() + 1));
+      h.drafter = spec::make_head_drafter(*h.head, pool, n_ctx, ubatch, types);
+      h.eagle3_drafter = dynamic_cast<const spec::Eagle3Drafter*>(h.drafter.get());
+      h.dflash_drafter = dynamic_cast<const spec::DFlashDrafter*>(h.drafter.get());
+      return h;
+    }
+    if (kind.rfind("auto+" + head_kind + ":", 0) == 0) {
+      h.head = load_head(head_kind, kind.substr(head_kind.size() + 6));
+      h.drafter =
+          spec::make_auto_drafter(spec::all_auto_sources(false, head_kind), target, nullptr, pool,
+                                  n_ctx, ubatch, engine::kMaxDraft, types, h.head.get());
+      return h;
+    }
   }
   if (kind == "ngram") {
     h.drafter = std::make_unique<spec::NgramDrafter>(1, 4);

@@ -5,32 +5,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <set>
 
 #include "common/error.h"
 #include "kernels/matmul.h"
 #include "model/blocks/attention.h"
 #include "model/blocks/ops.h"
 #include "model/blocks/weights.h"
+#include "model/heads/head_vocab.h"
 
 namespace augur::model::heads {
 namespace {
 
 using blocks::load_matrix;
 using blocks::load_vector;
-
-// Widths and counts of a head no real drafter exceeds: a hostile header fails here, before
-// anything is sized by it.
-constexpr int64_t kMaxWidth = 1 << 16;
-
-int64_t checked(const gguf::File& f, const std::string& key, int64_t lo, int64_t hi) {
-  const int64_t v = f.get_int(key);
-  if (v < lo || v > hi) {
-    throw FormatError(fmt::format("{}: {} = {} is outside [{}, {}]", f.path(), key, v, lo, hi));
-  }
-  return v;
-}
 
 struct Eagle3Workspace final : Workspace {
   Eagle3Workspace(const HParams& hp, int64_t rows)
@@ -77,16 +64,16 @@ std::unique_ptr<Eagle3> Eagle3::load(std::unique_ptr<gguf::File> file, const Mod
 Eagle3::Eagle3(std::unique_ptr<gguf::File> file, const Model& target) : file_(std::move(file)) {
   const gguf::File& f = *file_;
   const HParams& thp = target.hparams();
-  if (checked(f, "eagle3.block_count", 1, kMaxWidth) != 1) {
+  if (checked_int(f, "eagle3.block_count", 1, kMaxHeadWidth) != 1) {
     throw Unsupported(fmt::format("{}: eagle3.block_count must be 1", f.path()));
   }
   hp_.arch = "eagle3";
   hp_.n_layer = 1;
-  hp_.n_embd = checked(f, "eagle3.embedding_length", 1, kMaxWidth);
-  hp_.n_ff = checked(f, "eagle3.feed_forward_length", 1, 4 * kMaxWidth);
-  hp_.n_head = checked(f, "eagle3.attention.head_count", 1, 1024);
+  hp_.n_embd = checked_int(f, "eagle3.embedding_length", 1, kMaxHeadWidth);
+  hp_.n_ff = checked_int(f, "eagle3.feed_forward_length", 1, 4 * kMaxHeadWidth);
+  hp_.n_head = checked_int(f, "eagle3.attention.head_count", 1, 1024);
   hp_.n_head_kv = f.has("eagle3.attention.head_count_kv")
-                      ? checked(f, "eagle3.attention.head_count_kv", 1, hp_.n_head)
+                      ? checked_int(f, "eagle3.attention.head_count_kv", 1, hp_.n_head)
                       : hp_.n_head;
   if (hp_.n_embd % hp_.n_head != 0 || hp_.n_head % hp_.n_head_kv != 0) {
     throw FormatError(fmt::format("{}: {} heads ({} kv heads) do not divide width {}", f.path(),
@@ -94,7 +81,7 @@ Eagle3::Eagle3(std::unique_ptr<gguf::File> file, const Model& target) : file_(st
   }
   hp_.head_dim = hp_.n_embd / hp_.n_head;
   hp_.n_rot = f.has("eagle3.rope.dimension_count")
-                  ? checked(f, "eagle3.rope.dimension_count", 2, hp_.head_dim)
+                  ? checked_int(f, "eagle3.rope.dimension_count", 2, hp_.head_dim)
                   : hp_.head_dim;
   if (hp_.n_rot % 2 != 0) throw FormatError(fmt::format("{}: odd rope dimension", f.path()));
   if (f.has("eagle3.rope.scaling.type") &&
@@ -127,7 +114,7 @@ Eagle3::Eagle3(std::unique_ptr<gguf::File> file, const Model& target) : file_(st
     }
     target_layers_.push_back(static_cast<int32_t>(t));
   }
-  target_hidden_ = checked(f, "eagle3.target_hidden_size", 1, kMaxWidth);
+  target_hidden_ = checked_int(f, "eagle3.target_hidden_size", 1, kMaxHeadWidth);
   if (target_hidden_ != thp.n_embd) {
     throw InvalidArgument(fmt::format(
         "{}: eagle3.target_hidden_size is {} but the target's hidden size is {}: a drafter for "
@@ -141,50 +128,10 @@ Eagle3::Eagle3(std::unique_ptr<gguf::File> file, const Model& target) : file_(st
   }
   fc_ = load_matrix(f, "fc.weight", F3, D);
 
-  // Embeddings and output head: the file's own, else the target's (whose width must be D).
-  const gguf::File& tf = target.file();
-  if (f.find_tensor("token_embd.weight")) {
-    token_embd_ = load_matrix(f, "token_embd.weight", D, thp.n_vocab);
-  } else {
-    if (thp.n_embd != D) {
-      throw InvalidArgument(fmt::format(
-          "{}: the head is {} wide but the target's embeddings are {}: it needs its own "
-          "token_embd.weight",
-          f.path(), D, thp.n_embd));
-    }
-    token_embd_ = load_matrix(tf, "token_embd.weight", D, thp.n_vocab);
-  }
-  if (const auto* d2t = f.find_tensor("d2t")) {
-    if (d2t->type != gguf::TensorType::I64 || d2t->ne.size() != 1 || d2t->ne[0] < 1 ||
-        d2t->ne[0] > thp.n_vocab) {
-      throw FormatError(
-          fmt::format("{}: d2t must be I64 [n] with 1 <= n <= {}", f.path(), thp.n_vocab));
-    }
-    std::set<int64_t> seen;
-    for (int64_t i = 0; i < d2t->ne[0]; ++i) {
-      int64_t id = 0;
-      std::memcpy(&id, d2t->data + i * 8, 8);
-      if (id < 0 || id >= thp.n_vocab || !seen.insert(id).second) {
-        throw FormatError(
-            fmt::format("{}: d2t[{}] = {} is not a distinct target token id in [0, {})", f.path(),
-                        i, id, thp.n_vocab));
-      }
-      d2t_.push_back(static_cast<int32_t>(id));
-    }
-  }
-  const auto draft_vocab = d2t_.empty() ? thp.n_vocab : static_cast<int64_t>(d2t_.size());
-  if (f.find_tensor("output.weight")) {
-    output_ = load_matrix(f, "output.weight", D, draft_vocab);
-  } else {
-    if (!d2t_.empty() || thp.n_embd != D) {
-      throw FormatError(
-          fmt::format("{}: no output.weight, and the target's head does not fit ({})", f.path(),
-                      d2t_.empty() ? "another width" : "a reduced vocabulary needs its own head"));
-    }
-    output_ =
-        load_matrix(tf, tf.find_tensor("output.weight") ? "output.weight" : "token_embd.weight", D,
-                    thp.n_vocab);
-  }
+  HeadVocab vocab = load_head_vocab(f, target, D);
+  token_embd_ = vocab.token_embd;
+  output_ = vocab.output;
+  d2t_ = std::move(vocab.d2t);
 
   attn_norm_ = load_vector(f, "blk.0.attn_norm.weight", D);
   attn_norm_2_ = load_vector(f, "blk.0.attn_norm_2.weight", D);
@@ -289,13 +236,7 @@ void Eagle3::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace&
   }
   // Reduced vocabulary: the head's rows land on their target ids; no other token can be drafted.
   kernels::matmul(output_, ws.out_hidden.data(), n_out, ws.draft_logits.data(), pool);
-  const auto vd = static_cast<int64_t>(d2t_.size());
-  for (int64_t i = 0; i < n_out; ++i) {
-    float* out = req.logits + i * hp_.n_vocab;
-    std::fill(out, out + hp_.n_vocab, -std::numeric_limits<float>::infinity());
-    for (int64_t j = 0; j < vd; ++j)
-      out[d2t_[static_cast<size_t>(j)]] = ws.draft_logits[i * vd + j];
-  }
+  scatter_d2t(d2t_, ws.draft_logits.data(), n_out, hp_.n_vocab, req.logits);
 }
 
 }  // namespace augur::model::heads

@@ -1,0 +1,92 @@
+// After every speculative cycle a DFlash drafter's cache holds exactly the rows injected from the
+// target's features of the committed tokens the target has run on (all but the carry), and
+// nothing of the draft blocks: compared byte for byte with a cache built from scratch — one
+// target forward over those tokens with feature capture, then one injection of all their rows —
+// after each cycle of greedy and sampled runs at k in {1, 4, 8}, prefix reuse included.
+// Planted defects (support/feature_tamperer.h: next-row features, a verify's features replaced
+// by the previous verify's stale ones, the prompt's one position late) must be caught.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cache/model_cache.h"
+#include "model/evaluator.h"
+#include "model/heads/dflash.h"
+#include "support/cache_compare.h"
+#include "support/cache_state_run.h"
+#include "support/requested_isa.h"
+#include "support/spec_setup.h"
+
+namespace augur::engine {
+namespace {
+
+using testing::Defect;
+using testing::Outcome;
+
+// Empty when the drafter's cache equals one built from scratch for its rows' tokens.
+std::string cache_difference(const model::Model& target, const model::heads::DFlash& head,
+                             const spec::DFlashDrafter& drafter, kernels::ThreadPool& pool) {
+  const std::vector<int32_t>& tokens = drafter.row_tokens();
+  const int64_t rows = drafter.cache().size();
+  if (static_cast<int64_t>(tokens.size()) != rows) return "row tokens do not match the rows";
+  if (rows == 0) return "";
+  const auto width = head.hidden_in_width();
+  cache::ModelCache target_cache(target, {.capacity = rows, .max_batch = rows});
+  model::Evaluator target_eval(target, pool, rows, rows);
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  std::iota(positions.begin(), positions.end(), 0);
+  std::vector<float> features(static_cast<size_t>(rows * width));
+  model::RowExtras capture;
+  capture.capture_layers = head.target_layers();
+  capture.on_features = [&](int64_t first, int64_t n, const float* f) {
+    std::copy(f, f + n * width, features.begin() + first * width);
+  };
+  target_eval.forward(tokens, positions, {}, target_cache.memory(), nullptr, -1, capture);
+
+  cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
+  model::Evaluator head_eval(head, pool, rows, rows);
+  head_eval.forward(tokens, positions, {}, want.memory(), nullptr, -1,
+                    {.hidden_in = features.data()});
+  want.commit(rows);
+  auto& got = const_cast<cache::ModelCache&>(drafter.cache());
+  return testing::first_cache_difference(got.memory(), want.memory(), rows);
+}
+
+Outcome run(Defect defect, float temperature) {
+  auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
+  kernels::ThreadPool pool(2);
+  auto holder = testing::make_test_drafter(
+      "dflash:" + (testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf").string(),
+      *target, pool, 512, 16);
+  auto& inner = const_cast<spec::DFlashDrafter&>(*holder.dflash_drafter);
+  const auto& head = static_cast<const model::heads::DFlash&>(*holder.head);
+  return testing::run_cache_state(*target, pool, inner, defect, temperature,
+                                  [&] { return cache_difference(*target, head, inner, pool); });
+}
+
+class DFlashCacheState : public ::testing::Test {
+ protected:
+  void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
+};
+
+TEST_F(DFlashCacheState, HoldsExactlyTheCommittedRowsAfterEveryCycle) {
+  for (const float temperature : {0.0f, 0.8f}) {
+    const Outcome o = run(Defect::kNone, temperature);
+    EXPECT_EQ(o.first_difference, "") << "T=" << temperature;
+    EXPECT_GT(o.accepted, 0) << "T=" << temperature;
+    EXPECT_LT(o.accepted, o.drafted) << "T=" << temperature;
+  }
+}
+
+TEST_F(DFlashCacheState, PlantedFeatureDefectsAreCaught) {
+  for (const Defect d :
+       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
+    const Outcome o = run(d, 0.0f);
+    EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(d) << " went unnoticed";
+  }
+}
+
+}  // namespace
+}  // namespace augur::engine
