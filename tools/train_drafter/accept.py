@@ -1,8 +1,9 @@
-"""Greedy-drafting acceptance on held-out text: EAGLE-3 drafter vs a plain llama draft model.
+"""Greedy-drafting acceptance on held-out text: EAGLE-3 / DFlash drafters vs a plain llama draft model.
 
 For a held-out context ending at position P the target's greedy continuation is c1..c9 (c1 = id_last,
 not yet in the target's KV). A drafter proposes d1..d8 after c1 and the first mismatch with c2..c9 stops
 acceptance; tau_k = 1 + (accepted drafts among the first k) = target tokens committed per target forward.
+DFlash drafts d1..dn in one block forward [c1, MASK×n] (n = block_size − 1), greedy per position.
 """
 import numpy as np
 import torch
@@ -35,20 +36,31 @@ def eagle3_drafts(tgt, dr, taps, ctx, c1):
     return torch.stack(drafts, 1)
 
 
+@torch.no_grad()
+def dflash_drafts(tgt, dr, taps, mask_id, n, ctx, c1):
+    """ctx [B,W], c1 [B]: the target's taps of the W context rows are injected at positions 0..W-1, then
+    one block [c1, MASK×n] at W..W+n gives all n drafts (argmax per block position)."""
+    from dflash import draft_block
+    o = tgt.forward(ctx, taps=taps, logits=False)
+    feats = torch.cat([o["feats"][l] for l in taps], -1)
+    return draft_block(dr, feats, c1, n, mask_id, tgt.tok_embd, tgt.output)
+
+
 def accepted(drafts, cont):
     """number of leading drafts equal to the target continuation (c2..)."""
     eq = (drafts == cont[:, 1:1 + drafts.shape[1]]).int()
     return eq.cumprod(1).sum(1)
 
 
-def report(name, acc):
-    acc = np.asarray(acc)
+def report(name, acc, n_draft=N_DRAFT, ks=(1, 4, 8)):
+    """n_draft: positions shown (acceptance beyond it is cut); ks: tau_k to print."""
+    acc = np.minimum(np.asarray(acc), n_draft)
     lines = [f"{name}: n={len(acc)}"]
-    reach = [(acc >= i).mean() for i in range(N_DRAFT + 1)]
-    cond = [reach[i] / reach[i - 1] if reach[i - 1] > 0 else 0.0 for i in range(1, N_DRAFT + 1)]
+    reach = [(acc >= i).mean() for i in range(n_draft + 1)]
+    cond = [reach[i] / reach[i - 1] if reach[i - 1] > 0 else 0.0 for i in range(1, n_draft + 1)]
     lines.append("  P(draft i accepted | i-1 accepted): " + " ".join(f"{c:.3f}" for c in cond))
     lines.append("  P(draft i accepted):                " + " ".join(f"{r:.3f}" for r in reach[1:]))
-    taus = {k: float(1 + np.minimum(acc, k).mean()) for k in (1, 4, 8)}
+    taus = {k: float(1 + np.minimum(acc, k).mean()) for k in ks}
     lines.append("  tau: " + "  ".join(f"k={k}: {v:.3f}" for k, v in taus.items()))
     return "\n".join(lines), taus, cond
 

@@ -1,4 +1,4 @@
-"""Shared torch pieces: RMSNorm, NORMAL (adjacent-pair) RoPE, SwiGLU, thread setup."""
+"""Shared torch pieces: RMSNorm, NORMAL (adjacent-pair) and NEOX (rotate-half) RoPE, SwiGLU, thread setup."""
 import math
 import torch
 
@@ -27,6 +27,13 @@ def rope_norm(x, cos, sin):
     o0 = x0 * cos - x1 * sin
     o1 = x0 * sin + x1 * cos
     return torch.stack((o0, o1), dim=-1).flatten(-2)
+
+
+def rope_neox(x, cos, sin):
+    """llama.cpp ROPE_TYPE_NEOX: rotate pairs (x[i], x[i + dh/2]). x [..., T, dh], cos/sin broadcast to [..., T, dh/2]."""
+    h = x.shape[-1] // 2
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
 
 
 def swiglu(x, wg, wu, wd):
