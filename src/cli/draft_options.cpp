@@ -112,10 +112,9 @@ std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
                     options.draft_model, arch, arch));
   }
   if (model::heads::is_head_arch(k.name) && arch != k.name) {
-    throw InvalidArgument(
-        fmt::format("-md {} is not a {} drafter (its general.architecture is '{}'): --draft {} "
-                    "needs one",
-                    options.draft_model, k.name, arch, k.name));
+    throw InvalidArgument(fmt::format(
+        "-md {}: general.architecture is '{}', but --draft {} needs a file of architecture '{}'",
+        options.draft_model, arch, k.name, k.name));
   }
   if (head) return model::heads::load_head(options.draft_model, target);
   auto draft_model = load_model_with_progress(options.draft_model);

@@ -92,7 +92,9 @@ TEST_P(SpecEquivalence, GreedySpeculativeTokensEqualArTokens) {
     Generator gen(*target, pool, n_ctx, c.ubatch, types);
     ASSERT_EQ(gen.cache().type_k(), cache_type);
     auto holder = testing::make_test_drafter(kind, *target, pool, n_ctx, c.ubatch, types);
-    if (holder.model_drafter) ASSERT_EQ(holder.model_drafter->cache().type_v(), cache_type);
+    if (holder.model_drafter) {
+      ASSERT_EQ(holder.model_drafter->cache().type_v(), cache_type);
+    }
     if (holder.draft_model) {
       // What the CLI checks before it lets a draft model draft (spec/vocab_match.h).
       EXPECT_NO_THROW(spec::check_same_vocabulary(*target, *holder.draft_model)) << kind;

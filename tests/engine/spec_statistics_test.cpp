@@ -36,11 +36,13 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "model/heads/dflash.h"
 #include "model/heads/eagle3.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
 #include "spec/auto_sources.h"
+#include "spec/dflash_drafter.h"
 #include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
 #include "support/chi_square.h"
@@ -280,6 +282,17 @@ TEST(SpecStatistics, SampledEagle3TokensFollowTheArLaw) {
   const auto head = model::heads::Eagle3::load(
       testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
   spec::Eagle3Drafter drafter(*head, m.target.pool, m.n_ctx, 512);
+  expect_sampled_law(m, drafter);
+}
+
+// A DFlash drafter (the trained one for zoo-target) draws every draft of a block from its own
+// row's distribution, none conditioned on the drafts before it: the acceptance rule needs only
+// that each q_j is the law d_j was drawn from.
+TEST(SpecStatistics, SampledDFlashTokensFollowTheArLaw) {
+  ModelPair m;
+  const auto head = model::heads::DFlash::load(
+      testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf", *m.target.model);
+  spec::DFlashDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
   expect_sampled_law(m, drafter);
 }
 
