@@ -27,7 +27,7 @@ std::vector<std::string> split(std::string_view text, char sep) {
 [[noreturn]] void bad_arm(std::string_view text, std::string_view why) {
   throw InvalidArgument(
       fmt::format("arm '{}': {} (use ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
-                  "spec:dflash:K, spec:dflash-argmax:K, "
+                  "spec:dflash:K, spec:dflash-argmax:K, spec:mtp:K, spec:mtp-argmax:K, "
                   "spec:ngram:K[:N], spec:layerskip:L:K or spec:auto[:SOURCES][:K])",
                   text, why));
 }

@@ -20,6 +20,7 @@
 #include "gguf/file.h"
 #include "kernels/thread_pool.h"
 #include "model/heads/load_head.h"
+#include "model/heads/nextn.h"
 #include "model/model.h"
 #include "spec/auto_sources.h"
 #include "spec/head_drafters.h"
@@ -87,15 +88,23 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   config.sampler.validate();
   const bool have_draft = !config.draft_path.empty();
   const bool have_head = !config.head_path.empty();
-  const std::string head_arch = have_head ? std::string(gguf::File::open(config.head_path)
-                                                            ->get_string_opt("general.architecture")
-                                                            .value_or(""))
-                                          : std::string();
+  std::string head_arch = have_head ? std::string(gguf::File::open(config.head_path)
+                                                      ->get_string_opt("general.architecture")
+                                                      .value_or(""))
+                                    : std::string();
   if (have_head && !model::heads::is_head_arch(head_arch)) {
     throw InvalidArgument(
         fmt::format("--draft-head {}: general.architecture is '{}', not a drafter head (eagle3 or "
                     "dflash)",
                     config.head_path, head_arch));
+  }
+  // Without a head file, a target with an MTP / NextN layer brings its own head.
+  if (!have_head) {
+    const auto target_file = gguf::File::open(config.target_path);
+    const std::string arch(target_file->get_string_opt("general.architecture").value_or(""));
+    if (target_file->get_int_opt(arch + ".nextn_predict_layers").value_or(0) > 0) {
+      head_arch = "mtp";
+    }
   }
   // The sources each auto arm plans over: the ones it names, or all at hand.
   const auto auto_sources = [&](const ArmSpec& a) {
@@ -113,13 +122,13 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   if (!needs_draft && have_draft) {
     throw InvalidArgument("-md given but no spec:model or spec:auto arm uses it");
   }
-  // The head kind an arm drafts with ("eagle3", "dflash"), or "".
+  // The head kind an arm drafts with ("eagle3", "dflash", "mtp"), or "".
   const auto head_of = [&](const ArmSpec& a) -> std::string_view {
     std::string_view kind;
     if (spec::reads_head(a.drafter, &kind)) return kind;
     if (a.drafter != "auto") return {};
     const spec::AutoSources s = auto_sources(a);
-    return s.eagle3 ? "eagle3" : s.dflash ? "dflash" : "";
+    return s.eagle3 ? "eagle3" : s.dflash ? "dflash" : s.mtp ? "mtp" : "";
   };
   bool needs_head = false;
   for (const auto& a : config.arms) {
@@ -127,9 +136,11 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     if (kind.empty()) continue;
     needs_head = true;
     if (kind != head_arch) {
-      throw InvalidArgument(
-          fmt::format("arm '{}' drafts with a {} head: give one with --draft-head{}", a.name, kind,
-                      have_head ? fmt::format(" (the one given is {})", head_arch) : ""));
+      throw InvalidArgument(fmt::format(
+          "arm '{}' drafts with a {} head: {}", a.name, kind,
+          kind == "mtp" ? std::string("the target has no MTP / NextN layer")
+          : have_head   ? fmt::format("give one with --draft-head (the one given is {})", head_arch)
+                        : std::string("give one with --draft-head")));
     }
   }
   if (!needs_head && have_head) {
@@ -144,7 +155,10 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
     spec::check_same_vocabulary(*target, *draft);
   }
   std::unique_ptr<model::Model> head;
-  if (needs_head) head = model::heads::load_head(config.head_path, *target);
+  if (needs_head) {
+    head = head_arch == "mtp" ? model::heads::NextN::load(*target)
+                              : model::heads::load_head(config.head_path, *target);
+  }
   const auto tok = tokenizer::Tokenizer::from_gguf(target->file());
   const auto prompts = read_prompts(config, *tok);
   const int threads =
@@ -199,7 +213,8 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
       {"created", utc_timestamp()}, {"machine", machine_info(pool.size())},
       {"build", build_info()},      {"models", json::array({model_info("target", *target)})}};
   if (draft) report["models"].push_back(model_info("draft", *draft));
-  if (head) report["models"].push_back(model_info("head", *head));
+  // An MTP layer's weights are in the target's file, whose bytes the target already counts.
+  if (head && head_arch != "mtp") report["models"].push_back(model_info("head", *head));
   const bool rss_per_sample = reset_peak_rss();
   report["config"] = {{"prompts_file", report_path(config.prompts_path)},
                       {"prompts_sha256", sha256_file(config.prompts_path)},

@@ -517,8 +517,10 @@ void check_memory_claim(const RunReport& run, std::vector<Violation>& out) {
     const bool reads_draft =
         arm.config.drafter == "model" ||
         (arm.config.drafter == "auto" && arm.config.sources.find("model") != std::string::npos);
+    // An MTP layer lives in the target's file: it has no head file of its own.
+    std::string_view head_kind;
     const bool reads_head =
-        spec::reads_head(arm.config.drafter) ||
+        (spec::reads_head(arm.config.drafter, &head_kind) && head_kind != "mtp") ||
         (arm.config.drafter == "auto" && (arm.config.sources.find("eagle3") != std::string::npos ||
                                           arm.config.sources.find("dflash") != std::string::npos));
     if (reads_head && !run.model_bytes.count("head")) {

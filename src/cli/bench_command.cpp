@@ -162,7 +162,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "source of that name");
   r->add_option("--arms", run->arms,
                 "comma-separated: ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
-                "spec:dflash:K, spec:dflash-argmax:K, "
+                "spec:dflash:K, spec:dflash-argmax:K, spec:mtp:K, spec:mtp-argmax:K, "
                 "spec:ngram:K[:N], spec:layerskip:L:K, spec:auto[:SOURCES][:K]")
       ->capture_default_str();
   r->add_option("--prompts", rc.prompts_path, "JSONL file, one {\"id\",\"prompt\"} per line")

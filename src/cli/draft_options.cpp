@@ -10,6 +10,7 @@
 #include "engine/generator.h"
 #include "gguf/file.h"
 #include "model/heads/load_head.h"
+#include "model/heads/nextn.h"
 #include "spec/auto_drafter.h"
 #include "spec/auto_sources.h"
 #include "spec/head_drafters.h"
@@ -40,7 +41,8 @@ void DraftOptions::add_options(CLI::App& app) {
                  "layerskip; SOURCES restricts them, e.g. auto:model+ngram), none (plain AR), "
                  "model (needs -md), eagle3 (an EAGLE-3 head reading the target's hidden "
                  "states, -md FILE), dflash (a DFlash block drafter reading the target's hidden "
-                 "states, -md FILE), ngram[:N] (prompt lookup, n-grams of N..1 tokens, N default "
+                 "states, -md FILE), mtp (the target's own MTP / NextN layer), ngram[:N] (prompt "
+                 "lookup, n-grams of N..1 tokens, N default "
                  "4), layerskip:L (the target's first L layers)");
   // "-md" (llama.cpp's spelling) is rewritten to --model-draft by main(): CLI11 short names are
   // one character.
@@ -92,6 +94,10 @@ DraftKind check_options(const DraftOptions& options) {
     throw InvalidArgument(
         fmt::format("--draft {0} needs a {0} drafter file: give -md FILE", k.name));
   }
+  if (k.name == "mtp" && !options.draft_model.empty()) {
+    throw InvalidArgument(
+        "--draft mtp runs the target's own MTP / NextN layer: -md is not used with it");
+  }
   return k;
 }
 
@@ -100,6 +106,16 @@ DraftKind check_options(const DraftOptions& options) {
 std::unique_ptr<model::Model> load_draft_model(const DraftOptions& options,
                                                const model::Model& target) {
   const DraftKind k = check_options(options);
+  // The target's own MTP layer: asked for by name, or one of auto's sources when the target has
+  // one and no -md takes the head's place.
+  const bool auto_mtp =
+      k.name == "auto" && options.draft_model.empty() && target.hparams().n_nextn > 0 &&
+      (k.colon == std::string::npos ||
+       spec::parse_auto_sources(std::string_view(k.kind).substr(k.colon + 1), "--draft " + k.kind)
+           .mtp);
+  if ((k.name == "mtp" && k.colon == std::string::npos) || auto_mtp) {
+    return model::heads::NextN::load(target);
+  }
   if (options.draft_model.empty()) return nullptr;
   // A drafter head (EAGLE-3, DFlash) reads the target and is loaded for it; anything else is a
   // model.
@@ -145,9 +161,9 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
     AUGUR_CHECK(draft_model != nullptr, "--draft model is given its loaded draft model");
     return std::make_unique<spec::ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, cache_types);
   }
-  if ((k.name == "eagle3" || k.name == "dflash") && colon == std::string::npos) {
+  if ((k.name == "eagle3" || k.name == "dflash" || k.name == "mtp") && colon == std::string::npos) {
     AUGUR_CHECK(draft_model != nullptr && spec::head_kind(*draft_model) == k.name,
-                "--draft eagle3/dflash is given its loaded head");
+                "--draft eagle3/dflash/mtp is given its loaded head");
     return spec::make_head_drafter(*draft_model, pool, n_ctx, ubatch, cache_types);
   }
   if (k.name == "ngram") {
@@ -170,10 +186,11 @@ std::unique_ptr<spec::DraftSource> make_draft_source(
     }
     return std::make_unique<spec::ModelDrafter>(target, pool, n_ctx, ubatch, depth, cache_types);
   }
-  throw InvalidArgument(fmt::format(
-      "--draft {} is not a drafter: use auto[:SOURCES], none, model, eagle3, dflash, ngram[:N] or "
-      "layerskip:L",
-      kind));
+  throw InvalidArgument(
+      fmt::format("--draft {} is not a drafter: use auto[:SOURCES], none, model, eagle3, dflash, "
+                  "mtp, ngram[:N] or "
+                  "layerskip:L",
+                  kind));
 }
 
 DraftSetup make_drafter(const DraftOptions& options, const model::Model& target,

@@ -16,7 +16,8 @@ struct HParams {
   std::string arch;
   int64_t n_vocab = 0;
   int64_t n_embd = 0;
-  int64_t n_layer = 0;
+  int64_t n_layer = 0;   // the trunk: blocks the forward runs
+  int64_t n_nextn = 0;   // MTP / NextN blocks stored after the trunk (blk.n_layer..), drafters only
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;       // may differ from n_embd / n_head (qwen3)

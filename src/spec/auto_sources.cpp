@@ -15,7 +15,7 @@ std::string AutoSources::name() const {
   std::string out;
   for (const auto& [on, label] :
        {std::pair{model, "model"}, std::pair{eagle3, "eagle3"}, std::pair{dflash, "dflash"},
-        std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
+        std::pair{mtp, "mtp"}, std::pair{ngram, "ngram"}, std::pair{layerskip, "layerskip"}}) {
     if (on) out += (out.empty() ? "" : "+") + std::string(label);
   }
   return out;
@@ -26,11 +26,12 @@ AutoSources all_auto_sources(bool have_draft_model, std::string_view head_kind) 
   s.model = have_draft_model;
   s.eagle3 = head_kind == "eagle3";
   s.dflash = head_kind == "dflash";
+  s.mtp = head_kind == "mtp";
   return s;
 }
 
 AutoSources parse_auto_sources(std::string_view list, std::string_view option) {
-  AutoSources s{false, false, false, false, false};
+  AutoSources s{false, false, false, false, false, false};
   size_t start = 0;
   for (;;) {
     const size_t end = std::min(list.find('+', start), list.size());
@@ -38,13 +39,14 @@ AutoSources parse_auto_sources(std::string_view list, std::string_view option) {
     bool* flag = name == "model"       ? &s.model
                  : name == "eagle3"    ? &s.eagle3
                  : name == "dflash"    ? &s.dflash
+                 : name == "mtp"       ? &s.mtp
                  : name == "ngram"     ? &s.ngram
                  : name == "layerskip" ? &s.layerskip
                                        : nullptr;
     if (!flag) {
       throw InvalidArgument(
-          fmt::format("{}: '{}' is not a draft source: use model, eagle3, dflash, ngram and "
-                      "layerskip joined by '+'",
+          fmt::format("{}: '{}' is not a draft source: use model, eagle3, dflash, mtp, ngram "
+                      "and layerskip joined by '+'",
                       option, name));
     }
     if (*flag) throw InvalidArgument(fmt::format("{}: source '{}' is named twice", option, name));
@@ -82,13 +84,17 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
     throw InvalidArgument(
         "the auto policy's source 'dflash' needs a DFlash drafter: give -md FILE");
   }
+  if (sources.mtp && kind != "mtp") {
+    throw InvalidArgument(
+        "the auto policy's source 'mtp' needs a target with an MTP / NextN layer, and no -md");
+  }
   std::vector<std::unique_ptr<DraftSource>> list;
   std::vector<std::string> labels;
   if (sources.model) {
     list.push_back(std::make_unique<ModelDrafter>(*draft_model, pool, n_ctx, ubatch, -1, types));
     labels.emplace_back("model");
   }
-  if (sources.eagle3 || sources.dflash) {
+  if (sources.eagle3 || sources.dflash || sources.mtp) {
     list.push_back(make_head_drafter(*head, pool, n_ctx, ubatch, types));
     labels.emplace_back(kind);
   }

@@ -19,25 +19,26 @@ struct AutoSources {
   bool model = false;   // the -md draft model
   bool eagle3 = false;  // an EAGLE-3 head reading the target (-md FILE of arch eagle3)
   bool dflash = false;  // a DFlash block drafter reading the target (-md FILE of arch dflash)
+  bool mtp = false;     // the target's own MTP / NextN layer (no file)
   bool ngram = true;
   bool layerskip = true;
   // Canonical spelling, e.g. "model+eagle3+ngram+layerskip".
   std::string name() const;
 };
 
-// Every source at hand: the draft model and the head (of kind "eagle3" or "dflash") only when
-// given.
+// Every source at hand: the draft model and the head (of kind "eagle3", "dflash" or "mtp") only
+// when given.
 AutoSources all_auto_sources(bool have_draft_model, std::string_view head_kind = {});
-// A '+'-separated list of model, eagle3, dflash, ngram, layerskip; InvalidArgument naming `option`
-// (e.g.
+// A '+'-separated list of model, eagle3, dflash, mtp, ngram, layerskip; InvalidArgument naming
+// `option` (e.g.
 // "--draft auto:x") for an unknown or repeated name or an empty list.
 AutoSources parse_auto_sources(std::string_view list, std::string_view option);
 
 // Layer-skip depths auto chooses among for a target of n_layer layers.
 std::vector<int> auto_layerskip_depths(int n_layer);
 
-// InvalidArgument when `sources.model` is set without a draft model, `sources.eagle3` or
-// `sources.dflash` without a head of that kind, or nothing applies.
+// InvalidArgument when `sources.model` is set without a draft model, `sources.eagle3`,
+// `sources.dflash` or `sources.mtp` without a head of that kind, or nothing applies.
 std::unique_ptr<AutoDrafter> make_auto_drafter(
     const AutoSources& sources, const model::Model& target, const model::Model* draft_model,
     kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch, int k_max,

@@ -1,6 +1,7 @@
-// Drafters built on a head that reads the target (model/heads/load_head.h): `eagle3` and
-// `dflash`, and their one-hot `-argmax` variants (spec/argmax_drafts.h) that benchmarks use to
-// measure what drafting with q gains.
+// Drafters built on a head that reads the target: `eagle3` and `dflash` (a file of their own,
+// model/heads/load_head.h), `mtp` (the target's own NextN layer, model/heads/nextn.h), and their
+// one-hot `-argmax` variants (spec/argmax_drafts.h) that benchmarks use to measure what drafting
+// with q gains.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,10 @@
 
 namespace augur::spec {
 
-// "eagle3" or "dflash": the drafter kind of a loaded head (its architecture).
+// "eagle3", "dflash" or "mtp": the drafter kind of a loaded head.
 std::string_view head_kind(const model::Model& head);
 
-// Whether drafter name `drafter` (eagle3, eagle3-argmax, dflash, dflash-argmax) drafts with a
+// Whether drafter name `drafter` (eagle3, dflash, mtp, each also with -argmax) drafts with a
 // head; `kind`, when given, is the head kind it needs.
 bool reads_head(std::string_view drafter, std::string_view* kind = nullptr);
 

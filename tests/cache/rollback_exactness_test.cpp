@@ -234,7 +234,9 @@ TEST_P(RollbackExactness, CacheEqualsArCacheAfterEveryCycle) {
   EXPECT_GT(out.rejections, out.cycles / 3) << "rollback was rarely exercised";
   EXPECT_EQ(out.max_keep, 9) << "a fully accepted k = 8 draft never occurred";
   const int64_t window = model_->hparams().sliding_window;
-  if (window > 0) EXPECT_GT(kGenerated, 4 * (window + 9)) << "the ring wraps many times over";
+  if (window > 0) {
+    EXPECT_GT(kGenerated, 4 * (window + 9)) << "the ring wraps many times over";
+  }
   std::printf("[ rollback ] %s: %d cycles, %d with a rejection, exact\n", c.name.c_str(),
               out.cycles, out.rejections);
 }

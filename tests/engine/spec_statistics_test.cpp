@@ -38,16 +38,19 @@
 #include "engine/generator.h"
 #include "model/heads/dflash.h"
 #include "model/heads/eagle3.h"
+#include "model/heads/nextn.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "spec/acceptance.h"
 #include "spec/auto_sources.h"
 #include "spec/dflash_drafter.h"
-#include "spec/eagle3_drafter.h"
 #include "spec/model_drafter.h"
+#include "spec/pair_head_drafter.h"
 #include "support/chi_square.h"
 #include "support/model_session.h"
+#include "support/mtp_targets.h"
 #include "support/planted_acceptors.h"
+#include "support/run_command.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -169,8 +172,9 @@ void print(const char* what, const ChiSquare& r) {
 }
 
 struct ModelPair {
-  ModelPair()
-      : target(testing::models_dir() / "zoo-target-q8_0.gguf"),
+  explicit ModelPair(const std::filesystem::path& target_path = testing::models_dir() /
+                                                                "zoo-target-q8_0.gguf")
+      : target(target_path),
         draft(model::load_model(testing::models_dir() / "zoo-draft-f16.gguf")),
         sampler(sampler_config(), static_cast<int>(target.n_vocab())) {
     const auto tok = tokenizer::Tokenizer::from_gguf(target.model->file());
@@ -281,7 +285,19 @@ TEST(SpecStatistics, SampledEagle3TokensFollowTheArLaw) {
   ModelPair m;
   const auto head = model::heads::Eagle3::load(
       testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
-  spec::Eagle3Drafter drafter(*head, m.target.pool, m.n_ctx, 512);
+  spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
+  expect_sampled_law(m, drafter);
+}
+
+// A target's MTP layer (here an echo layer appended to zoo-target, support/mtp_targets.h) drafts
+// from its own distribution, fed the target's final hidden state and then its own.
+TEST(SpecStatistics, SampledMtpTokensFollowTheArLaw) {
+  const auto path = testing::temp_path("mtp-law.gguf");
+  testing::write_target_with_echo_mtp(testing::models_dir() / "zoo-target-q8_0.gguf", path);
+  ModelPair m(path);
+  std::filesystem::remove(path);  // the mapping stays valid
+  const auto head = model::heads::NextN::load(*m.target.model);
+  spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
   expect_sampled_law(m, drafter);
 }
 

@@ -20,7 +20,7 @@
 #include "sampling/sampler.h"
 #include "spec/auto_sources.h"
 #include "spec/dflash_drafter.h"
-#include "spec/eagle3_drafter.h"
+#include "spec/pair_head_drafter.h"
 #include "spec/head_drafters.h"
 #include "spec/model_drafter.h"
 #include "spec/ngram_drafter.h"
@@ -37,7 +37,7 @@ struct DrafterHolder {
   std::unique_ptr<spec::DraftSource> drafter;
   std::unique_ptr<model::Model> head;                 // for "eagle3:..." and "dflash:..."
   const spec::ModelDrafter* model_drafter = nullptr;  // when the drafter has a cache
-  const spec::Eagle3Drafter* eagle3_drafter = nullptr;
+  const spec::PairHeadDrafter* pair_drafter = nullptr;
   const spec::DFlashDrafter* dflash_drafter = nullptr;
   int n_layers = -1;  // layer-skip depth
 };
@@ -65,7 +65,7 @@ inline DrafterHolder make_test_drafter(const std::string& kind, const model::Mod
     if (kind.rfind(head_kind + ":", 0) == 0) {
       h.head = load_head(head_kind, kind.substr(head_kind.size() + 1));
       h.drafter = spec::make_head_drafter(*h.head, pool, n_ctx, ubatch, types);
-      h.eagle3_drafter = dynamic_cast<const spec::Eagle3Drafter*>(h.drafter.get());
+      h.pair_drafter = dynamic_cast<const spec::PairHeadDrafter*>(h.drafter.get());
       h.dflash_drafter = dynamic_cast<const spec::DFlashDrafter*>(h.drafter.get());
       return h;
     }

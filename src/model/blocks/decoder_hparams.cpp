@@ -264,6 +264,16 @@ HParams read_decoder_hparams(const gguf::File& file, const std::string& arch,
   }
 
   hp.n_layer = read_block_count(md);
+  // MTP / NextN blocks follow the trunk in the same file and are counted in block_count; the
+  // forward never runs them (model/heads/nextn.h does, for `--draft mtp`).
+  if (const auto nextn = md.count_or_zero("nextn_predict_layers"); nextn.value_or(0) > 0) {
+    if (*nextn >= hp.n_layer) {
+      md.fail(fmt::format("{} is {}, but {} is only {}", md.key("nextn_predict_layers"), *nextn,
+                          md.key("block_count"), hp.n_layer));
+    }
+    hp.n_nextn = *nextn;
+    hp.n_layer -= *nextn;
+  }
   if (hints.recurrent_layers) hp.recurrent_layers = hints.recurrent_layers(hp.n_layer);
   read_heads(md, hp, hints.gated_query ? 2 : 1);
 

@@ -17,12 +17,12 @@
 #include <span>
 #include <vector>
 
-#include "model/model.h"
+#include "model/heads/pair_head.h"
 #include "tensor/matrix.h"
 
 namespace augur::model::heads {
 
-class Eagle3 final : public Model {
+class Eagle3 final : public PairHead {
  public:
   // Loads an eagle3 GGUF for `target`; FormatError/Unsupported name the file and what is wrong
   // (a tap outside the target, a hidden size that does not match, a malformed d2t).
@@ -37,12 +37,15 @@ class Eagle3 final : public Model {
   void forward_ubatch(const UbatchRequest& request, Memory& memory, Workspace& workspace,
                       kernels::ThreadPool& pool) const override;
 
+  std::string_view kind() const override { return "eagle3"; }
   // The target layers it reads (eagle3.target_layers), in concatenation order.
-  std::span<const int32_t> target_layers() const { return target_layers_; }
+  std::span<const int32_t> target_layers() const override { return target_layers_; }
   // g = fc·[f_low ; f_mid ; f_high] (after the optional norm_before_fc RMSNorm) for `rows` rows
   // of features [rows, 3, target_hidden] → g [rows, n_embd].
-  void fuse(const float* features, int64_t rows, float* g, kernels::ThreadPool& pool) const;
-  int64_t target_hidden() const { return target_hidden_; }
+  void fuse(const float* features, int64_t rows, float* g,
+            kernels::ThreadPool& pool) const override;
+  int64_t target_hidden() const override { return target_hidden_; }
+  int32_t position_offset() const override { return 0; }
   // Rows of its own output head: the draft vocabulary (d2t's length), or the target's.
   int64_t draft_vocab() const { return output_.rows; }
 

@@ -1,5 +1,6 @@
-// After every speculative cycle an EAGLE-3 drafter's cache holds exactly the pairs of committed
-// tokens (t_{P+1}, g_P), g_P fused from the target's features of committed row P: compared byte
+// After every speculative cycle a pair-head drafter's cache (an EAGLE-3 head, or a target's MTP
+// layer) holds exactly the pairs of committed tokens (t_{P+1}, g_P), g_P fused from the target's
+// features of committed row P (MTP: h_P, at position P + 1): compared byte
 // for byte with a cache built from scratch — one target forward over the committed tokens with
 // feature capture, then one head forward over all their pairs — after each cycle of greedy and
 // sampled runs at k in {1, 4, 8}, prefix reuse across runs included.
@@ -20,9 +21,12 @@
 #include "engine/generator.h"
 #include "model/evaluator.h"
 #include "model/heads/eagle3.h"
+#include "model/heads/nextn.h"
 #include "support/cache_compare.h"
 #include "support/cache_state_run.h"
+#include "support/mtp_targets.h"
 #include "support/requested_isa.h"
+#include "support/run_command.h"
 #include "support/spec_setup.h"
 
 namespace augur::engine {
@@ -32,8 +36,8 @@ using testing::Defect;
 using testing::Outcome;
 
 // Empty when the drafter's cache equals one built from scratch for its committed pairs.
-std::string cache_difference(const model::Model& target, const model::heads::Eagle3& head,
-                             const spec::Eagle3Drafter& drafter, kernels::ThreadPool& pool) {
+std::string cache_difference(const model::Model& target, const model::heads::PairHead& head,
+                             const spec::PairHeadDrafter& drafter, kernels::ThreadPool& pool) {
   const std::vector<int32_t>& tokens = drafter.pair_tokens();
   const int64_t rows = drafter.cache().size();
   if (rows == 0) return tokens.empty() ? "" : "tokens without rows";
@@ -54,8 +58,9 @@ std::string cache_difference(const model::Model& target, const model::heads::Eag
   };
   target_eval.forward(std::span<const int32_t>(tokens).first(static_cast<size_t>(rows)), positions,
                       {}, target_cache.memory(), nullptr, -1, capture);
-  std::vector<float> g(static_cast<size_t>(rows * head.hparams().n_embd));
+  std::vector<float> g(static_cast<size_t>(rows * head.hidden_in_width()));
   head.fuse(features.data(), rows, g.data(), pool);
+  for (int32_t& p : positions) p += head.position_offset();
 
   cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
   model::Evaluator head_eval(head, pool, rows, rows);
@@ -66,22 +71,37 @@ std::string cache_difference(const model::Model& target, const model::heads::Eag
   return testing::first_cache_difference(got.memory(), want.memory(), rows);
 }
 
-Outcome run(Defect defect, float temperature) {
-  auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
+// zoo-target with the EAGLE-3 echo head, or (mtp) zoo-target with an echo MTP layer appended.
+Outcome run(Defect defect, float temperature, bool mtp = false) {
+  std::filesystem::path path = testing::models_dir() / "zoo-target-f16.gguf";
+  if (mtp) {
+    const auto copy = testing::temp_path("mtp-cache-state.gguf");
+    testing::write_target_with_echo_mtp(path, copy);
+    path = copy;
+  }
+  auto target = model::load_model(path);
+  if (mtp) std::filesystem::remove(path);  // the mapping stays valid
   kernels::ThreadPool pool(2);
-  auto holder = testing::make_test_drafter("eagle3:echo", *target, pool, 512, 16);
-  auto& inner = const_cast<spec::Eagle3Drafter&>(*holder.eagle3_drafter);
-  const auto& head = static_cast<const model::heads::Eagle3&>(*holder.head);
+  std::unique_ptr<model::heads::PairHead> mtp_head;
+  testing::DrafterHolder holder;
+  if (mtp) {
+    mtp_head = model::heads::NextN::load(*target);
+    holder.drafter = std::make_unique<spec::PairHeadDrafter>(*mtp_head, pool, 512, 16);
+  } else {
+    holder = testing::make_test_drafter("eagle3:echo", *target, pool, 512, 16);
+  }
+  auto& inner = static_cast<spec::PairHeadDrafter&>(*holder.drafter);
+  const auto& head = mtp ? *mtp_head : static_cast<const model::heads::PairHead&>(*holder.head);
   return testing::run_cache_state(*target, pool, inner, defect, temperature,
                                   [&] { return cache_difference(*target, head, inner, pool); });
 }
 
-class Eagle3CacheState : public ::testing::Test {
+class PairHeadCacheState : public ::testing::Test {
  protected:
   void SetUp() override { AUGUR_SKIP_IF_REQUESTED_ISA_UNAVAILABLE(); }
 };
 
-TEST_F(Eagle3CacheState, HoldsExactlyTheCommittedPairsAfterEveryCycle) {
+TEST_F(PairHeadCacheState, HoldsExactlyTheCommittedPairsAfterEveryCycle) {
   for (const float temperature : {0.0f, 0.8f}) {
     const Outcome o = run(Defect::kNone, temperature);
     EXPECT_EQ(o.first_difference, "") << "T=" << temperature;
@@ -91,11 +111,25 @@ TEST_F(Eagle3CacheState, HoldsExactlyTheCommittedPairsAfterEveryCycle) {
   }
 }
 
-TEST_F(Eagle3CacheState, PlantedFeatureDefectsAreCaught) {
+TEST_F(PairHeadCacheState, PlantedFeatureDefectsAreCaught) {
   for (const Defect d :
        {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
     const Outcome o = run(d, 0.0f);
     EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(d) << " went unnoticed";
+  }
+}
+
+TEST_F(PairHeadCacheState, MtpLayerHoldsExactlyTheCommittedPairsAfterEveryCycle) {
+  for (const float temperature : {0.0f, 0.8f}) {
+    const Outcome o = run(Defect::kNone, temperature, /*mtp=*/true);
+    EXPECT_EQ(o.first_difference, "") << "T=" << temperature;
+    EXPECT_GT(o.drafted, 0) << "T=" << temperature;
+    EXPECT_LT(o.accepted, o.drafted) << "T=" << temperature;
+  }
+  for (const Defect d :
+       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
+    const Outcome o = run(d, 0.0f, /*mtp=*/true);
+    EXPECT_NE(o.first_difference, "") << "MTP: defect " << static_cast<int>(d) << " went unnoticed";
   }
 }
 
@@ -113,7 +147,7 @@ namespace {
 // from, fc, the head's residual path and the shared output head together.
 class FirstDraftRecorder final : public spec::DraftSource {
  public:
-  explicit FirstDraftRecorder(spec::Eagle3Drafter& inner) : inner_(inner) {}
+  explicit FirstDraftRecorder(spec::PairHeadDrafter& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name(); }
   std::span<const int32_t> feature_layers() const override { return inner_.feature_layers(); }
   int64_t reusable_prefix(std::span<const int32_t> p) const override {
@@ -134,10 +168,10 @@ class FirstDraftRecorder final : public spec::DraftSource {
   int64_t proposals = 0, carry_echoed = 0;
 
  private:
-  spec::Eagle3Drafter& inner_;
+  spec::PairHeadDrafter& inner_;
 };
 
-TEST_F(Eagle3CacheState, DriftlessEchoHeadFirstDraftIsTheCarry) {
+TEST_F(PairHeadCacheState, DriftlessEchoHeadFirstDraftIsTheCarry) {
   auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
   kernels::ThreadPool pool(2);
   const auto path = std::filesystem::temp_directory_path() /
@@ -146,7 +180,7 @@ TEST_F(Eagle3CacheState, DriftlessEchoHeadFirstDraftIsTheCarry) {
   const auto head = model::heads::Eagle3::load(path, *target);
   std::filesystem::remove(path);
   const int64_t n_ctx = 512;
-  spec::Eagle3Drafter inner(*head, pool, n_ctx, 16);
+  spec::PairHeadDrafter inner(*head, pool, n_ctx, 16);
   FirstDraftRecorder drafter(inner);
   Generator gen(*target, pool, n_ctx, 16);
   const auto sampler = testing::make_sampler(*target, 0.0f);

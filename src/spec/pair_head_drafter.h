@@ -1,7 +1,9 @@
-// `--draft eagle3 -md FILE`: drafts with an EAGLE-3 head (model/heads/eagle3.h) that reads three
-// of the target's hidden states per committed token. Its cache row P holds the pair
-// (t_{P+1}, g_P), g_P fused from the target's features of row P; so after a cycle it can hold
-// the rows of every committed token but the newest, whose successor is not known yet.
+// `--draft eagle3 -md FILE` and `--draft mtp`: drafts with a pair head (model/heads/pair_head.h):
+// an EAGLE-3 head that reads three of the target's hidden states per committed token, or the
+// target's own MTP / NextN layer that reads its final hidden state. Its cache row P holds the pair
+// (t_{P+1}, g_P), g_P fused from the target's features of row P (for MTP: h_P itself); so after a
+// cycle it can hold the rows of every committed token but the newest, whose successor is not known
+// yet.
 //
 // A proposal: evaluate the pairs of the committed rows it lacks — (t_{P+1}, g_P) for the rows
 // the last verify kept — in one forward; the last row gives q1, d1 is drawn from it with the
@@ -17,18 +19,18 @@
 
 #include "cache/model_cache.h"
 #include "model/evaluator.h"
-#include "model/heads/eagle3.h"
+#include "model/heads/pair_head.h"
 #include "spec/draft_source.h"
 
 namespace augur::spec {
 
-class Eagle3Drafter final : public DraftSource {
+class PairHeadDrafter final : public DraftSource {
  public:
   // n_ctx: the longest context (committed + draft) it sees; `types`: its cache's K/V row types.
-  Eagle3Drafter(const model::heads::Eagle3& head, kernels::ThreadPool& pool, int64_t n_ctx,
-                int64_t ubatch, cache::CacheTypes types = {});
+  PairHeadDrafter(const model::heads::PairHead& head, kernels::ThreadPool& pool, int64_t n_ctx,
+                  int64_t ubatch, cache::CacheTypes types = {});
 
-  std::string name() const override { return "eagle3"; }
+  std::string name() const override { return std::string(head_.kind()); }
   std::span<const int32_t> feature_layers() const override { return head_.target_layers(); }
   void take_features(int64_t first, int64_t n, int64_t n_embd, const float* features) override;
   int64_t reusable_prefix(std::span<const int32_t> prompt) const override;
@@ -51,7 +53,7 @@ class Eagle3Drafter final : public DraftSource {
   void catch_up(std::span<const int32_t> context, int64_t last);
   const float* g_at(int64_t position) const;
 
-  const model::heads::Eagle3& head_;
+  const model::heads::PairHead& head_;
   kernels::ThreadPool& pool_;
   cache::ModelCache cache_;
   model::Evaluator eval_;
