@@ -94,10 +94,6 @@ DraftKind check_options(const DraftOptions& options) {
     throw InvalidArgument(
         fmt::format("--draft {0} needs a {0} drafter file: give -md FILE", k.name));
   }
-  if (k.name == "mtp" && !options.draft_model.empty()) {
-    throw InvalidArgument(
-        "--draft mtp runs the target's own MTP / NextN layer: -md is not used with it");
-  }
   return k;
 }
 

@@ -236,7 +236,7 @@ std::vector<ExitCase> exit_cases() {
       {"MtpDraftWithAFile",
        "run -m {tiny} " + r + " --draft mtp -md {tiny}",
        2,
-       {"invalid argument", "--draft mtp", "-md is not used"}},
+       {"invalid argument", "-md/--model-draft is only used with", "not --draft mtp"}},
       {"DFlashDrafterForAnotherTarget",
        "run -m {zoo_target} " + r + " --draft dflash -md {tiny_dflash}",
        2,
