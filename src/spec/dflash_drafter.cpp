@@ -4,17 +4,9 @@
 
 #include "common/error.h"
 #include "spec/draft_sampling.h"
+#include "spec/token_prefix.h"
 
 namespace augur::spec {
-namespace {
-
-int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  return static_cast<int64_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first -
-                              a.begin());
-}
-
-}  // namespace
-
 DFlashDrafter::DFlashDrafter(const model::heads::DFlash& head, kernels::ThreadPool& pool,
                              int64_t n_ctx, int64_t ubatch, cache::CacheTypes types)
     : head_(head),

@@ -32,18 +32,10 @@ std::string cache_difference(const model::Model& target, const model::heads::DFl
   const int64_t rows = drafter.cache().size();
   if (static_cast<int64_t>(tokens.size()) != rows) return "row tokens do not match the rows";
   if (rows == 0) return "";
-  const auto width = head.hidden_in_width();
-  cache::ModelCache target_cache(target, {.capacity = rows, .max_batch = rows});
-  model::Evaluator target_eval(target, pool, rows, rows);
+  const std::vector<float> features =
+      testing::target_features(target, head.target_layers(), tokens, pool);
   std::vector<int32_t> positions(static_cast<size_t>(rows));
   std::iota(positions.begin(), positions.end(), 0);
-  std::vector<float> features(static_cast<size_t>(rows * width));
-  model::RowExtras capture;
-  capture.capture_layers = head.target_layers();
-  capture.on_features = [&](int64_t first, int64_t n, const float* f) {
-    std::copy(f, f + n * width, features.begin() + first * width);
-  };
-  target_eval.forward(tokens, positions, {}, target_cache.memory(), nullptr, -1, capture);
 
   cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
   model::Evaluator head_eval(head, pool, rows, rows);

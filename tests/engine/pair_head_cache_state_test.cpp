@@ -42,22 +42,11 @@ std::string cache_difference(const model::Model& target, const model::heads::Pai
   const int64_t rows = drafter.cache().size();
   if (rows == 0) return tokens.empty() ? "" : "tokens without rows";
   if (static_cast<int64_t>(tokens.size()) != rows + 1) return "pair tokens do not match the rows";
-  const int64_t n_embd = target.hparams().n_embd;
-  const auto taps = head.target_layers();
-  const auto width = static_cast<int64_t>(taps.size()) * n_embd;
-
-  cache::ModelCache target_cache(target, {.capacity = rows, .max_batch = rows});
-  model::Evaluator target_eval(target, pool, rows, rows);
+  const std::vector<float> features = testing::target_features(
+      target, head.target_layers(),
+      std::span<const int32_t>(tokens).first(static_cast<size_t>(rows)), pool);
   std::vector<int32_t> positions(static_cast<size_t>(rows));
   std::iota(positions.begin(), positions.end(), 0);
-  std::vector<float> features(static_cast<size_t>(rows * width));
-  model::RowExtras capture;
-  capture.capture_layers = taps;
-  capture.on_features = [&](int64_t first, int64_t n, const float* f) {
-    std::copy(f, f + n * width, features.begin() + first * width);
-  };
-  target_eval.forward(std::span<const int32_t>(tokens).first(static_cast<size_t>(rows)), positions,
-                      {}, target_cache.memory(), nullptr, -1, capture);
   std::vector<float> g(static_cast<size_t>(rows * head.hidden_in_width()));
   head.fuse(features.data(), rows, g.data(), pool);
   for (int32_t& p : positions) p += head.position_offset();

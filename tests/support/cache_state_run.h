@@ -5,13 +5,39 @@
 
 #include <cstdio>
 #include <functional>
+#include <numeric>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "cache/model_cache.h"
 #include "engine/generator.h"
+#include "model/evaluator.h"
 #include "support/feature_tamperer.h"
 #include "support/spec_setup.h"
 
 namespace augur::testing {
+
+// The target's features at `taps` for every row of `tokens` (positions 0..), from a fresh cache:
+// [rows, taps, n_embd].
+inline std::vector<float> target_features(const model::Model& target, std::span<const int32_t> taps,
+                                          std::span<const int32_t> tokens,
+                                          kernels::ThreadPool& pool) {
+  const auto rows = static_cast<int64_t>(tokens.size());
+  const auto width = static_cast<int64_t>(taps.size()) * target.hparams().n_embd;
+  cache::ModelCache cache(target, {.capacity = rows, .max_batch = rows});
+  model::Evaluator eval(target, pool, rows, rows);
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  std::iota(positions.begin(), positions.end(), 0);
+  std::vector<float> features(static_cast<size_t>(rows * width));
+  model::RowExtras capture;
+  capture.capture_layers = taps;
+  capture.on_features = [&](int64_t first, int64_t n, const float* f) {
+    std::copy(f, f + n * width, features.begin() + first * width);
+  };
+  eval.forward(tokens, positions, {}, cache.memory(), nullptr, -1, capture);
+  return features;
+}
 
 struct Outcome {
   int64_t cycles = 0, drafted = 0, accepted = 0;
