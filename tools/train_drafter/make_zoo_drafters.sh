@@ -1,5 +1,6 @@
 #!/bin/sh
-# Reproduces models/zoo-target-eagle3-f16.gguf (+ manifest) and the tiny test drafter.
+# Reproduces models/zoo-target-eagle3-f16.gguf and models/zoo-target-dflash-f16.gguf (+ manifests) and
+# the tiny test drafters.
 # usage: tools/train_drafter/make_zoo_drafters.sh ZOO_MODELS_DIR AUGUR_BINARY [WORK_DIR]
 # ZOO_MODELS_DIR holds zoo-target-f16.gguf, zoo-draft-f16.gguf and prompts-code.jsonl.
 set -eu
@@ -9,7 +10,7 @@ WORK=${3:-${TMPDIR:-/tmp}/augur-zoo-drafters}
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 mkdir -p "$WORK"
-rm -f "$WORK"/zoo-target-eagle3-f16.gguf*
+rm -f "$WORK"/zoo-target-eagle3-f16.gguf* "$WORK"/zoo-target-dflash-f16.gguf*
 
 # taps: auto = 2-minute probes of [2,4,5] (llama.cpp default L-3) and [2,4,7] (L-1), keep the better
 /usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
@@ -24,5 +25,14 @@ rm -f "$WORK"/zoo-target-eagle3-f16.gguf*
     --baseline "$ZOO/zoo-draft-f16.gguf"
 cp "$WORK/zoo-target-eagle3-f16.gguf" "$WORK/zoo-target-eagle3-f16.gguf.manifest.json" "$REPO/models/"
 
+# DFlash: 2 layers, taps [2,5,8] (8 = final hidden after output_norm), block 8, mask <unk> (id 0),
+# random init, one 34-minute run (wall clock, so the step count depends on the machine's load)
+/usr/bin/python3 "$HERE/augur-train-drafter" train-dflash \
+    -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
+    -o "$WORK/zoo-target-dflash-f16.gguf" --target-layers 2,5,L --n-layers 2 --block-size 8 \
+    --mask-token-id 0 --minutes 34 --baseline "$ZOO/zoo-draft-f16.gguf"
+cp "$WORK/zoo-target-dflash-f16.gguf" "$WORK/zoo-target-dflash-f16.gguf.manifest.json" "$REPO/models/"
+
 /usr/bin/python3 "$HERE/make_reference_eagle3.py" --out-dir "$REPO/tests/data/drafters"
-sha256sum "$REPO/models/zoo-target-eagle3-f16.gguf"
+/usr/bin/python3 "$HERE/make_reference_dflash.py" --out-dir "$REPO/tests/data/drafters"
+sha256sum "$REPO/models/zoo-target-eagle3-f16.gguf" "$REPO/models/zoo-target-dflash-f16.gguf"
