@@ -36,3 +36,16 @@ cp "$WORK/zoo-target-dflash-f16.gguf" "$WORK/zoo-target-dflash-f16.gguf.manifest
 /usr/bin/python3 "$HERE/make_reference_eagle3.py" --out-dir "$REPO/tests/data/drafters"
 /usr/bin/python3 "$HERE/make_reference_dflash.py" --out-dir "$REPO/tests/data/drafters"
 sha256sum "$REPO/models/zoo-target-eagle3-f16.gguf" "$REPO/models/zoo-target-dflash-f16.gguf"
+
+# zoo-wide (/work/shared/models/make_wide.py, zoo-target in a 4x wider shell): with ZOO_WIDE set to
+# zoo-wide-f16.gguf, widen the drafters for it (widen.py; EAGLE-3 keeps D = 512 and carries zoo-target's
+# token_embd/output, DFlash becomes 2048 wide) into the folder of ZOO_WIDE, with a float64 --check
+if [ -n "${ZOO_WIDE:-}" ]; then
+    for d in eagle3 dflash; do
+        [ -f "$REPO/models/zoo-target-$d-f16.gguf" ] || continue
+        /usr/bin/python3 "$HERE/augur-train-drafter" widen --drafter "$REPO/models/zoo-target-$d-f16.gguf" \
+            --wide-target "$ZOO_WIDE" --narrow-target "$ZOO/zoo-target-f16.gguf" \
+            -o "$(dirname "$ZOO_WIDE")/zoo-wide-$d-f16.gguf" --check
+        sha256sum "$(dirname "$ZOO_WIDE")/zoo-wide-$d-f16.gguf"
+    done
+fi
