@@ -87,15 +87,16 @@ void DFlashDrafter::propose(const DraftRequest& request, Draft& out) {
   if (k <= 0) return;
   block_tokens_.assign(static_cast<size_t>(k + 1), head_.mask_token());
   block_tokens_[0] = context.back();
-  head_.block(block_tokens_, cache_.memory(), *block_ws_, block_logits_.data(), pool_);
+  // Rows 1..k only: row j is q_j.
+  head_.block(block_tokens_, cache_.memory(), *block_ws_, block_logits_.data(), pool_, 1);
 
   const auto V = static_cast<size_t>(head_.hparams().n_vocab);
-  std::copy_n(block_logits_.begin() + V, V, logits_.begin());
+  std::copy_n(block_logits_.begin(), V, logits_.begin());
   DraftRequest clamped = request;
   clamped.k_max = k;
   draft_token_by_token(clamped, logits_, history_, out, [&](int32_t /*token*/) {
     // Row j + 1 of the block: the same forward, whatever d_j was.
-    std::copy_n(block_logits_.begin() + (out.tokens.size() + 1) * V, V, logits_.begin());
+    std::copy_n(block_logits_.begin() + out.tokens.size() * V, V, logits_.begin());
   });
 }
 

@@ -269,7 +269,7 @@ void DFlash::forward_ubatch(const UbatchRequest& req, Memory& memory, Workspace&
 }
 
 void DFlash::block(std::span<const int32_t> tokens, Memory& memory, Workspace& workspace,
-                   float* logits, kernels::ThreadPool& pool) const {
+                   float* logits, kernels::ThreadPool& pool, int64_t first_out) const {
   auto& ws = static_cast<DFlashWorkspace&>(workspace);
   const auto M = static_cast<int64_t>(tokens.size());
   AUGUR_CHECK(M > 0 && M <= ws.max_rows, "a block within the workspace");
@@ -323,15 +323,17 @@ void DFlash::block(std::span<const int32_t> tokens, Memory& memory, Workspace& w
     kernels::matmul(layer.w_down, ws.gate.data(), M, ws.proj.data(), pool);
     for (int64_t i = 0; i < M * D; ++i) ws.x[i] += ws.proj[i];
   }
-  for (int64_t row = 0; row < M; ++row) {
-    blocks::rms_norm(&ws.x[row * D], output_norm_.data(), &ws.h[row * D], D, hp_.rms_eps);
+  AUGUR_CHECK(first_out >= 0 && first_out < M, "a block's first output row within it");
+  const int64_t n_out = M - first_out;
+  for (int64_t i = 0; i < n_out; ++i) {
+    blocks::rms_norm(&ws.x[(first_out + i) * D], output_norm_.data(), &ws.h[i * D], D, hp_.rms_eps);
   }
   if (d2t_.empty()) {
-    kernels::matmul(output_, ws.h.data(), M, logits, pool);
+    kernels::matmul(output_, ws.h.data(), n_out, logits, pool);
     return;
   }
-  kernels::matmul(output_, ws.h.data(), M, ws.draft_logits.data(), pool);
-  scatter_d2t(d2t_, ws.draft_logits.data(), M, hp_.n_vocab, logits);
+  kernels::matmul(output_, ws.h.data(), n_out, ws.draft_logits.data(), pool);
+  scatter_d2t(d2t_, ws.draft_logits.data(), n_out, hp_.n_vocab, logits);
 }
 
 }  // namespace augur::model::heads

@@ -41,11 +41,12 @@ class DFlash final : public Model {
                       kernels::ThreadPool& pool) const override;
 
   // The block forward over `tokens` at positions memory.n_rows().. (non-causal, see above):
-  // logits [tokens.size(), n_vocab], one row per block position. `memory` keeps its rows; the
+  // logits [tokens.size() - first_out, n_vocab], one row per block position from first_out (a
+  // drafter skips row 0, whose token it already has). `memory` keeps its rows; the
   // block's K/V are written past them and left there unheld. `workspace` is this head's, made for
   // at least tokens.size() rows.
   void block(std::span<const int32_t> tokens, Memory& memory, Workspace& workspace, float* logits,
-             kernels::ThreadPool& pool) const;
+             kernels::ThreadPool& pool, int64_t first_out = 0) const;
 
   std::span<const int32_t> target_layers() const { return target_layers_; }
   int64_t block_size() const { return block_size_; }
