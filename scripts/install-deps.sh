@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # curl and chromium drive the server tests (tests/server/openai_client_test.cpp, chat_page_test.cpp).
+# clang with its runtime (libFuzzer, FuzzedDataProvider.h) builds the fuzz targets (scripts/fuzz.sh);
+# every build replays their corpora.
 packages=(g++ cmake ninja-build pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev
           libcpp-httplib-dev libicu-dev libssl-dev libgtest-dev libgmock-dev clang-format
-          curl chromium)
+          curl chromium clang libclang-rt-14-dev)
 # Node.js and npm usually come with the machine (a newer Node than Debian's); Debian's otherwise.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)

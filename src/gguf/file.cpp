@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "common/error.h"
 
@@ -36,6 +37,7 @@ std::string_view value_type_name(ValueType type) {
 
 namespace {
 
+constexpr std::align_val_t kBytesAlignment{64};
 constexpr int kMaxArrayDepth = 8;
 constexpr size_t kMaxDims = 4;  // GGML_MAX_DIMS
 constexpr uint64_t kMaxDim = uint64_t{1} << 40;
@@ -403,18 +405,34 @@ std::unique_ptr<File> File::open(const std::filesystem::path& path) {
         fmt::format("{}: cannot mmap {} bytes: {}", f->path_, f->size_, std::strerror(errno)));
   }
   f->base_ = static_cast<const uint8_t*>(map);
+  f->mapped_ = true;
+  Parser parser(f->path_, f->base_, f->size_);
+  parser.parse(*f);
+  return f;
+}
+
+std::unique_ptr<File> File::from_bytes(std::string name, std::span<const uint8_t> bytes) {
+  std::unique_ptr<File> f(new File());
+  f->path_ = std::move(name);
+  f->size_ = bytes.size();
+  if (f->size_ == 0)
+    throw FormatError(fmt::format("{}: at byte 0: empty file, expected GGUF header", f->path_));
+  auto* copy = static_cast<uint8_t*>(::operator new(f->size_, kBytesAlignment));
+  std::memcpy(copy, bytes.data(), f->size_);
+  f->base_ = copy;
   Parser parser(f->path_, f->base_, f->size_);
   parser.parse(*f);
   return f;
 }
 
 File::~File() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (base_ && mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (base_ && !mapped_) ::operator delete(const_cast<uint8_t*>(base_), kBytesAlignment);
   if (fd_ >= 0) ::close(fd_);
 }
 
 void File::prefetch() const {
-  if (base_ && size_ > data_offset_) {
+  if (mapped_ && size_ > data_offset_) {
     ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
   }
 }

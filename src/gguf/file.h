@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -50,8 +51,15 @@ struct Array {
 
 // One metadata value. Integers keep their sign class; `type` keeps the exact stored width.
 struct Value {
+  using Data = std::variant<uint64_t, int64_t, double, bool, std::string_view, Array>;
   ValueType type = ValueType::UINT8;
-  std::variant<uint64_t, int64_t, double, bool, std::string_view, Array> data;
+  Data data;
+
+  Value() = default;
+  // A constructor rather than aggregate initialisation so that vector::emplace_back(type, x)
+  // also builds with compilers that lack C++20's parenthesised aggregates (clang 14).
+  template <typename T>
+  Value(ValueType t, T&& d) : type(t), data(std::forward<T>(d)) {}
 
   bool is_integer() const;
   // Converting accessors; throw FormatError naming `key` when the value does not fit.
@@ -78,6 +86,10 @@ class File {
  public:
   // Maps and validates `path`; throws FormatError (file, byte offset, expectation) on any defect.
   [[nodiscard]] static std::unique_ptr<File> open(const std::filesystem::path& path);
+  // Validates a copy of `bytes` held in memory (64-byte aligned, like a mapping's tensor data)
+  // exactly as open() validates a file; `name` stands for the path in every message.
+  [[nodiscard]] static std::unique_ptr<File> from_bytes(std::string name,
+                                                        std::span<const uint8_t> bytes);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -120,6 +132,7 @@ class File {
   std::string path_;
   int fd_ = -1;
   const uint8_t* base_ = nullptr;
+  bool mapped_ = false;  // base_ is an mmap of fd_; otherwise an aligned heap copy
   size_t size_ = 0;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

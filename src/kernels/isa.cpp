@@ -32,6 +32,12 @@ std::string allowed_list() {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+// F16C from cpuid leaf 1 (ECX bit 29): __builtin_cpu_supports("f16c") is gcc's, clang 14 lacks it.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+
 // AVX512F/BW/VL/DQ/VNNI from cpuid leaf 7, and XCR0 saying the OS saves the SSE, AVX, opmask and
 // both halves of the ZMM state (bits 1, 2, 5, 6, 7): without the latter the instructions fault.
 bool cpu_has_avx512_vnni() {
@@ -100,8 +106,8 @@ bool cpu_supports(Isa isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2:
 #if defined(__x86_64__) || defined(__i386__)
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c() &&
+             __builtin_cpu_supports("bmi2");
 #else
       return false;
 #endif

@@ -104,10 +104,11 @@ void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, 
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(v[i]));
     d[b] = tensor::fp16_to_fp32(tensor::fp32_to_fp16(amax / 127.0f));
-    // ggml multiplies by 127 / amax (not 1 / d) and rounds half to even (vroundps, mode 0).
+    // ggml multiplies by 127 / amax (not 1 / d) and rounds half to even (vroundps, mode 0):
+    // nearbyint in the default rounding mode, which nothing here changes.
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      qs[32 * b + i] = static_cast<int8_t>(__builtin_roundevenf(v[i] * id));
+      qs[32 * b + i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
     }
   }
 }

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
 #include "common/error.h"
 #include "support/reference.h"
 #include "test_paths.h"
@@ -24,6 +29,42 @@ TEST(GgufFile, ReadsTinyLlamaMetadataAndTensors) {
   }
   EXPECT_EQ(f->tensor("blk.0.attn_q.weight").type, TensorType::F32);
   EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens").size(), ref["n_vocab"].get<size_t>());
+}
+
+// The in-memory reader (the fuzz targets' entry) sees exactly what the mapped one sees, with
+// 64-byte aligned tensor data, and names the given name in its errors.
+TEST(GgufFile, FromBytesReadsWhatOpenReads) {
+  const auto path = testing::fixtures_dir() / "tiny-llama-Q4_0.gguf";
+  const auto mapped = File::open(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  const auto copy = File::from_bytes("in-memory", bytes);
+  EXPECT_EQ(copy->path(), "in-memory");
+  EXPECT_EQ(copy->file_size(), mapped->file_size());
+  ASSERT_EQ(copy->metadata().size(), mapped->metadata().size());
+  for (size_t i = 0; i < copy->metadata().size(); ++i)
+    EXPECT_EQ(copy->metadata()[i].first, mapped->metadata()[i].first);
+  EXPECT_EQ(copy->get_string_array("tokenizer.ggml.tokens"),
+            mapped->get_string_array("tokenizer.ggml.tokens"));
+  ASSERT_EQ(copy->tensors().size(), mapped->tensors().size());
+  for (size_t i = 0; i < copy->tensors().size(); ++i) {
+    const auto& a = copy->tensors()[i];
+    const auto& b = mapped->tensors()[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.ne, b.ne);
+    ASSERT_EQ(a.n_bytes, b.n_bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data) % 32, 0u) << a.name;
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.n_bytes), 0) << a.name;
+  }
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + 100);
+  try {
+    (void)File::from_bytes("cut-copy", cut);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut-copy: at byte"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)File::from_bytes("empty", {}), FormatError);
 }
 
 TEST(GgufFile, MissingTensorNamesIt) {
