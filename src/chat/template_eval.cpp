@@ -14,8 +14,21 @@
 namespace augur::chat {
 namespace {
 
-// range() refuses to build more items than this; a chat template never needs more.
-constexpr int64_t kMaxRangeItems = 1 << 20;
+// range() and list repetition refuse to build more items than this; a chat template never needs
+// more (it loops over messages).
+constexpr int64_t kMaxRangeItems = 1 << 16;
+// Limits that keep a hostile template (a GGUF's tokenizer.chat_template is a stranger's code)
+// from hanging or exhausting memory or stack; a real chat template stays far below each.
+constexpr size_t kMaxStringBytes = size_t{1} << 24;  // any string, the output included (16 MiB)
+constexpr int64_t kMaxSteps = int64_t{1} << 16;      // statements run and loop iterations (a
+                                                     // conversation needs about 10 per message)
+constexpr int kMaxMacroDepth = 32;                   // macro calls inside macro calls
+
+void check_string_size(size_t bytes) {
+  if (bytes > kMaxStringBytes)
+    value_fault("string of " + std::to_string(bytes) + " bytes exceeds the template limit of " +
+                std::to_string(kMaxStringBytes));
+}
 
 enum class Flow { Normal, Break, Continue };
 
@@ -69,10 +82,13 @@ bool mul_overflows(int64_t x, int64_t y, int64_t* r) {
 Value repeat(const Value& seq, int64_t times) {
   if (times > kMaxRangeItems) value_fault("repetition count too large");
   if (seq.is_string()) {
+    if (times > 0) check_string_size(seq.as_string().size() * static_cast<size_t>(times));
     std::string out;
     for (int64_t k = 0; k < times; ++k) out += seq.as_string();
     return Value(std::move(out));
   }
+  if (times > 0 && seq.as_list().size() * static_cast<size_t>(times) > kMaxRangeItems)
+    value_fault("repeated list too long");
   List out;
   for (int64_t k = 0; k < times; ++k)
     out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
@@ -81,8 +97,13 @@ Value repeat(const Value& seq, int64_t times) {
 
 Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) {
+      check_string_size(a.as_string().size() + b.as_string().size());
+      return Value(a.as_string() + b.as_string());
+    }
     if (a.kind() == Value::Kind::List && b.kind() == Value::Kind::List) {
+      if (a.as_list().size() + b.as_list().size() > kMaxRangeItems)
+        value_fault("concatenated list too long");
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value(std::move(out));
@@ -232,11 +253,24 @@ class Renderer {
     return Flow::Normal;
   }
 
+  // One unit of work: a statement run or a loop iteration.
+  void step() {
+    if (++steps_ > kMaxSteps)
+      value_fault("the template runs more than " + std::to_string(kMaxSteps) +
+                  " statements and loop iterations");
+  }
+
+  void emit(std::string_view text) {
+    check_string_size(out_.size() + text.size());
+    out_ += text;
+  }
+
   Flow exec(const Node& node) {
     try {
+      step();
       switch (node.kind) {
-        case NodeKind::Text: out_ += node.text; return Flow::Normal;
-        case NodeKind::Output: out_ += eval(*node.expr).str(); return Flow::Normal;
+        case NodeKind::Text: emit(node.text); return Flow::Normal;
+        case NodeKind::Output: emit(eval(*node.expr).str()); return Flow::Normal;
         case NodeKind::If: return exec_body(eval(*node.expr).truthy() ? node.body : node.else_body);
         case NodeKind::For: exec_for(node); return Flow::Normal;
         case NodeKind::Set: exec_set(node); return Flow::Normal;
@@ -305,6 +339,7 @@ class Renderer {
     }
     const int64_t length = static_cast<int64_t>(items.size());
     for (int64_t index = 0; index < length; ++index) {
+      step();
       scopes_.emplace_back();
       const auto pos = static_cast<size_t>(index);
       Dict loop;
@@ -355,6 +390,13 @@ class Renderer {
         if (!known) value_fault("macro '" + node.text + "' has no parameter '" + key + "'");
         params.set(key, value);
       }
+      if (macro_depth_ >= kMaxMacroDepth)
+        value_fault("macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
+      ++macro_depth_;
+      struct Leave {
+        int& depth;
+        ~Leave() { --depth; }
+      } leave{macro_depth_};
       // A macro sees the template's top-level names and its parameters, not the caller's locals.
       std::vector<Dict> saved_scopes(scopes_.begin() + 1, scopes_.end());
       scopes_.resize(1);
@@ -466,13 +508,20 @@ class Renderer {
     if (op == ">=") return Value(!less_than(left, right));
     if (op == "in") return Value(contains(right, left));
     if (op == "not in") return Value(!contains(right, left));
-    if (op == "~") return Value(left.str() + right.str());
+    if (op == "~") {
+      std::string joined = left.str();
+      const std::string tail = right.str();
+      check_string_size(joined.size() + tail.size());
+      return Value(joined + tail);
+    }
     return arithmetic(op, left, right);
   }
 
   std::chrono::system_clock::time_point now_;
   std::vector<Dict> scopes_;  // [0]: globals and the context; one more per loop iteration
   std::string out_;
+  int64_t steps_ = 0;
+  int macro_depth_ = 0;
 };
 
 }  // namespace

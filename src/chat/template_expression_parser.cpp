@@ -53,9 +53,12 @@ ExprPtr ExpressionParser::parse_tuple(bool with_condexpr, bool explicit_parens) 
 
 ExprPtr ExpressionParser::parse_expression(bool with_condexpr) {
   const int line = cur().line;
+  Nesting nesting(*this);
+  nesting.deepen(line);
   ExprPtr expr = parse_or();
   if (!with_condexpr) return expr;
   while (skip_name("if")) {
+    nesting.deepen(line);
     auto cond = make(ExprKind::Conditional, line);
     cond->children.push_back(parse_or());
     cond->children.push_back(std::move(expr));
@@ -66,18 +69,22 @@ ExprPtr ExpressionParser::parse_expression(bool with_condexpr) {
 }
 
 ExprPtr ExpressionParser::parse_or() {
+  Nesting nesting(*this);
   ExprPtr left = parse_and();
   while (is_name("or")) {
     const int line = cur().line;
+    nesting.deepen(line);
     advance();
     left = make_binary("or", std::move(left), parse_and(), line);
   }
   return left;
 }
 ExprPtr ExpressionParser::parse_and() {
+  Nesting nesting(*this);
   ExprPtr left = parse_not();
   while (is_name("and")) {
     const int line = cur().line;
+    nesting.deepen(line);
     advance();
     left = make_binary("and", std::move(left), parse_not(), line);
   }
@@ -85,6 +92,8 @@ ExprPtr ExpressionParser::parse_and() {
 }
 ExprPtr ExpressionParser::parse_not() {
   if (is_name("not")) {
+    Nesting nesting(*this);
+    nesting.deepen(cur().line);
     auto e = make(ExprKind::Unary, cur().line);
     advance();
     e->name = "not";
@@ -118,9 +127,11 @@ ExprPtr ExpressionParser::parse_compare() {
   return left;
 }
 ExprPtr ExpressionParser::parse_math1() {
+  Nesting nesting(*this);
   ExprPtr left = parse_concat();
   while (is_op("+") || is_op("-")) {
     const int line = cur().line;
+    nesting.deepen(line);
     std::string op = cur().text;
     advance();
     left = make_binary(op, std::move(left), parse_concat(), line);
@@ -128,18 +139,22 @@ ExprPtr ExpressionParser::parse_math1() {
   return left;
 }
 ExprPtr ExpressionParser::parse_concat() {
+  Nesting nesting(*this);
   ExprPtr left = parse_math2();
   while (is_op("~")) {
     const int line = cur().line;
+    nesting.deepen(line);
     advance();
     left = make_binary("~", std::move(left), parse_math2(), line);
   }
   return left;
 }
 ExprPtr ExpressionParser::parse_math2() {
+  Nesting nesting(*this);
   ExprPtr left = parse_pow();
   while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
     const int line = cur().line;
+    nesting.deepen(line);
     std::string op = cur().text;
     advance();
     left = make_binary(op, std::move(left), parse_pow(), line);
@@ -147,9 +162,11 @@ ExprPtr ExpressionParser::parse_math2() {
   return left;
 }
 ExprPtr ExpressionParser::parse_pow() {
+  Nesting nesting(*this);
   ExprPtr left = parse_unary(true);
   while (is_op("**")) {
     const int line = cur().line;
+    nesting.deepen(line);
     advance();
     left = make_binary("**", std::move(left), parse_unary(true), line);
   }
@@ -158,6 +175,8 @@ ExprPtr ExpressionParser::parse_pow() {
 ExprPtr ExpressionParser::parse_unary(bool with_filter) {
   ExprPtr node;
   if (is_op("-") || is_op("+")) {
+    Nesting nesting(*this);
+    nesting.deepen(cur().line);
     node = make(ExprKind::Unary, cur().line);
     node->name = cur().text;
     advance();
@@ -240,7 +259,9 @@ ExprPtr ExpressionParser::parse_primary() {
 }
 
 ExprPtr ExpressionParser::parse_postfix(ExprPtr node) {
+  Nesting nesting(*this);
   while (true) {
+    nesting.deepen(cur().line);
     if (is_op(".") || is_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (is_op("(")) {
@@ -252,7 +273,9 @@ ExprPtr ExpressionParser::parse_postfix(ExprPtr node) {
 }
 
 ExprPtr ExpressionParser::parse_filter_expr(ExprPtr node) {
+  Nesting nesting(*this);
   while (true) {
+    nesting.deepen(cur().line);
     if (is_op("|")) {
       node = parse_filter(std::move(node));
     } else if (is_name("is")) {

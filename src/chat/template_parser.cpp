@@ -71,6 +71,8 @@ class Parser : ExpressionParser {
 
   NodePtr parse_statement() {
     const int line = cur().line;
+    Nesting nesting(*this);
+    nesting.deepen(line);
     if (cur().kind != TokenKind::Name) fail(line, "expected a tag name, got " + describe(cur()));
     const std::string tag = cur().text;
     advance();

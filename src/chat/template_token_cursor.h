@@ -29,6 +29,28 @@ class TokenCursor {
     throw Unsupported("line " + std::to_string(line) + ": unsupported " + what);
   }
 
+  // How deep the tree being parsed nests: statements inside statements, and expressions with
+  // every operator of a chain (a + b + c nests as deep as it is long). Past kMaxNesting the
+  // template is refused, so neither this recursive parser nor the evaluator walking the tree can
+  // exhaust the stack on a hostile template; real chat templates nest about ten deep.
+  static constexpr int kMaxNesting = 100;
+  class Nesting {
+   public:
+    explicit Nesting(TokenCursor& cursor) : cursor_(cursor), saved_(cursor.depth_) {}
+    ~Nesting() { cursor_.depth_ = saved_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+    // One level deeper until this scope ends.
+    void deepen(int line) {
+      if (++cursor_.depth_ > kMaxNesting)
+        unsupported(line, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+
+   private:
+    TokenCursor& cursor_;
+    int saved_;
+  };
+
   bool is_op(std::string_view op) const {
     return cur().kind == TokenKind::Operator && cur().text == op;
   }
@@ -77,6 +99,7 @@ class TokenCursor {
 
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
   int macro_depth_ = 0;  // macro bodies around the cursor: varargs/kwargs are not provided
 };
 

@@ -126,3 +126,59 @@ TEST(TemplateRuntime, RaisedMessageIsExactlyTheTemplatesText) {
 
 }  // namespace
 }  // namespace augur
+
+namespace augur {
+namespace {
+
+std::string repeated(std::string_view piece, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+// A GGUF's chat template is a stranger's code: what would exhaust the stack, hang or fill memory
+// is refused with a named error, and the same shapes at a real template's size still render.
+TEST(TemplateLimits, DeepNestingIsRefusedAtParseTimeAndModestNestingParses) {
+  const std::string parens = "{{ " + repeated("(", 20000) + "1" + repeated(")", 20000) + " }}";
+  EXPECT_NE(parse_error_of<Unsupported>(parens).find("nesting deeper than 100 levels"),
+            std::string::npos);
+  EXPECT_NE(parse_error_of<Unsupported>("{{ " + repeated("-", 30000) + "1 }}").find("nesting"),
+            std::string::npos);
+  EXPECT_NE(parse_error_of<Unsupported>("{{ 1" + repeated(" + 1", 30000) + " }}").find("nesting"),
+            std::string::npos);
+  EXPECT_NE(parse_error_of<Unsupported>("{{ x" + repeated(".a", 30000) + " }}").find("nesting"),
+            std::string::npos);
+  const std::string ifs = repeated("{% if 1 %}", 5000) + "x" + repeated("{% endif %}", 5000);
+  EXPECT_NE(parse_error_of<Unsupported>(ifs).find("nesting"), std::string::npos);
+  EXPECT_EQ(testing::render("{{ " + repeated("(", 20) + "1" + repeated(")", 20) + " }}"), "1");
+  EXPECT_EQ(testing::render("{{ 0" + repeated(" + 1", 40) + " }}"), "40");
+  EXPECT_EQ(testing::render(repeated("{% if 1 %}", 20) + "x" + repeated("{% endif %}", 20)), "x");
+}
+
+TEST(TemplateLimits, RunawayRecursionWorkAndOutputAreRefusedByName) {
+  const std::string recursion = "{% macro f(n) %}{{ f(n) }}{% endmacro %}\n{{ f(1) }}";
+  EXPECT_NE(error_of<InvalidArgument>(recursion).find("macro calls nested deeper than 32"),
+            std::string::npos);
+  const std::string loops =
+      "{% for a in range(60000) %}{% for b in range(60000) %}x{% endfor %}{% endfor %}";
+  EXPECT_NE(error_of<InvalidArgument>(loops).find("statements and loop iterations"),
+            std::string::npos);
+  const std::string doubling =
+      "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}{{ ns.s | length }}";
+  EXPECT_NE(error_of<InvalidArgument>(doubling).find("exceeds the template limit"),
+            std::string::npos);
+  EXPECT_NE(error_of<InvalidArgument>("{{ ('x' * 60000) * 60000 }}").find("template limit"),
+            std::string::npos);
+  EXPECT_NE(error_of<InvalidArgument>("{% for i in range(1000) %}{{ 'x' * 60000 }}{% endfor %}")
+                .find("template limit"),
+            std::string::npos);
+  // Bounded versions of each render.
+  EXPECT_EQ(testing::render("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{{ n }}"
+                            "{% endmacro %}{{ f(5) }}"),
+            "012345");
+  EXPECT_EQ(testing::render("{{ ('x' * 1000) | length }}"), "1000");
+}
+
+}  // namespace
+}  // namespace augur
