@@ -1,6 +1,7 @@
 #include "chat/template_lexer.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 #include "chat/template_strings.h"
@@ -302,7 +303,9 @@ class Lexer {
     }
     Token token{is_float ? TokenKind::Float : TokenKind::Integer, digits, line_};
     if (is_float) {
-      token.float_value = std::stod(digits);
+      // strtod, not stod: out of range is Python's float() result (inf, or 0 for a tiny
+      // exponent), not an exception.
+      token.float_value = std::strtod(digits.c_str(), nullptr);
     } else {
       const auto res =
           std::from_chars(digits.data(), digits.data() + digits.size(), token.int_value);

@@ -143,6 +143,9 @@ TEST(TemplatePython, NumbersPrintLikePython) {
                    "{{ true + 1 }}"),
             "1.0 1e+16 1000000000000000.0 0.0001 1e-05 1.5 2.0 3 -4 2 1024 0.30000000000000004 "
             "3.3333333333333335 2");
+  // Literals beyond double's range are Python's float(): inf, or 0.0 (a fuzz finding: they threw
+  // std::out_of_range out of the lexer).
+  EXPECT_EQ(render("{{ 3e555 }} {{ -1e999 }} {{ 1e-999 }}"), "inf -inf 0.0");
   EXPECT_EQ(render("{{ none }} {{ true }} {{ false }} {{ [1, 'a', none, {'k': 1.5}] }} "
                    "{{ undefined_var }}|"),
             "None True False [1, 'a', None, {'k': 1.5}] |");
