@@ -11,12 +11,13 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(gguf_file model_load tokenizer chat_template server_request cli_parsers)
 
 status=0
+mkdir -p fuzz-artifacts
 for t in "${targets[@]}"; do
   patch=fuzz/planted/$t.patch
   git apply "$patch"
   trap 'git apply -R "$patch"' EXIT
   start=$(date +%s)
-  if scripts/fuzz.sh "$t" >"/tmp/augur-planted-$t.log" 2>&1; then
+  if scripts/fuzz.sh "$t" >"fuzz-artifacts/planted-$t.log" 2>&1; then
     echo "planted $t: NOT FOUND within the CI budget" >&2
     status=1
   else
@@ -25,7 +26,7 @@ for t in "${targets[@]}"; do
     what=$(grep -m1 -E 'ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer)|runtime error|deadly signal' \
            "fuzz-artifacts/$t/fuzz.log" | sed 's/^==[0-9]*==//' | cut -c1-120)
     if [ -z "$what" ]; then
-      echo "planted $t: the run failed without a finding (see /tmp/augur-planted-$t.log)" >&2
+      echo "planted $t: the run failed without a finding (see fuzz-artifacts/planted-$t.log)" >&2
       status=1
     fi
     echo "planted $t: found after ${execs:-?} inputs, $(($(date +%s) - start)) s including the build: $what"
