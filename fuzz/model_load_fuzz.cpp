@@ -81,7 +81,12 @@ double pick_float(FuzzedDataProvider& in, double original) {
 
 // An integer value of the kind `original` has (or a random integer kind).
 gguf::Value int_value(FuzzedDataProvider& in, const gguf::Value* original) {
-  const int64_t base = original && original->is_integer() ? original->as_int("") : 8;
+  int64_t base = 8;
+  if (original && original->is_integer()) {
+    // A UINT64 above INT64_MAX (an earlier edit) has no int64 value: as_int would throw.
+    const auto* u = std::get_if<uint64_t>(&original->data);
+    base = u ? static_cast<int64_t>(*u) : original->as_int("");
+  }
   const int64_t v = pick_int(in, base);
   switch (in.ConsumeIntegralInRange(0, 3)) {
     case 0: return {gguf::ValueType::UINT32, static_cast<uint64_t>(static_cast<uint32_t>(v))};

@@ -108,7 +108,10 @@ void quantize_rows_q8_0(const float* x, int64_t rows, int64_t cols, int8_t* qs, 
     // nearbyint in the default rounding mode, which nothing here changes.
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      qs[32 * b + i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+      // |v * id| <= 127 except for NaN (a NaN or infinite activation): cvtps2dq + packs turn
+      // that into -128, and so does this (casting NaN is undefined behaviour).
+      const float r = std::nearbyint(v[i] * id);
+      qs[32 * b + i] = r == r ? static_cast<int8_t>(r) : int8_t{-128};
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,6 +102,31 @@ TEST(QuantizeActivations, EveryPathGivesTheSameCodesAndScales) {
   EXPECT_EQ(codes[0][2], -2);  // -1.5 too
   EXPECT_EQ(codes[0][4], 0);   // 0.5
   EXPECT_EQ(codes[0][6], 2);   // 2.5
+}
+
+// A NaN or infinite activation (a broken model) must not be undefined behaviour: every path
+// gives what cvtps2dq + packs give, -128 for the NaN code, and the other codes stay defined.
+TEST(QuantizeActivations, NonFiniteActivationsGiveTheSameDefinedCodesOnEveryPath) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = static_cast<float>(i % 11) - 5.0f;
+  x[0] = std::numeric_limits<float>::quiet_NaN();  // block 0: a NaN, finite max 5
+  x[40] = std::numeric_limits<float>::infinity();  // block 1: amax infinite, so 127 / amax = 0
+  std::vector<std::vector<int8_t>> codes;
+  for (Isa isa : supported_isas()) {
+    set_isa_for_testing(isa);
+    codes.emplace_back(x.size());
+    std::vector<float> scales(2);
+    quantize_rows_q8_0(x.data(), 1, 64, codes.back().data(), scales.data());
+    EXPECT_EQ(scales[0], tensor::fp16_to_fp32(tensor::fp32_to_fp16(5.0f / 127.0f)));
+    EXPECT_TRUE(std::isinf(scales[1])) << isa_name(isa);
+  }
+  set_isa_for_testing(select_isa(nullptr));
+  for (size_t i = 1; i < codes.size(); ++i)
+    EXPECT_EQ(codes[i], codes[0]) << isa_name(supported_isas()[i]);
+  EXPECT_EQ(codes[0][0], -128);
+  EXPECT_EQ(codes[0][1], -102);   // -4 * 127 / 5 = -101.6
+  EXPECT_EQ(codes[0][40], -128);  // inf * 0 is NaN
+  EXPECT_EQ(codes[0][41], 0);
 }
 
 TEST(QuantizeActivations, Q8_0ForLegacyQuantsQ8_KForKQuantsNoneForFloats) {
