@@ -21,6 +21,7 @@
 #include "support/mtp_targets.h"
 #include "support/requested_isa.h"
 #include "support/run_command.h"
+#include "support/sanitized_build.h"
 #include "support/spec_setup.h"
 
 namespace augur::engine {
@@ -67,15 +68,18 @@ TEST_F(Mtp, TheTrunkComputesTheSameLogits) {
   }
 }
 
+// Tokens per greedy run (fewer under a sanitizer, several times slower).
+constexpr int kGenerated = testing::full_or_sanitized(256, 96);
+
 struct MtpRun {
   std::vector<int32_t> tokens;
   int64_t drafted = 0, accepted = 0;
 };
 
 MtpRun generate(const model::Model& target, spec::DraftSource* drafter, int k, float penalty,
-             cache::CacheTypes types, kernels::ThreadPool& pool) {
+                cache::CacheTypes types, kernels::ThreadPool& pool) {
   const auto prompt = testing::zoo_prompts(target, 1).front();
-  const int n_gen = 256;
+  const int n_gen = kGenerated;
   const int64_t n_ctx = static_cast<int64_t>(prompt.size()) + n_gen + 32;
   Generator gen(target, pool, n_ctx, 16, types);
   const auto sampler = testing::make_sampler(target, 0.0f, penalty);
@@ -104,7 +108,7 @@ TEST_F(Mtp, GreedySpeculativeTokensEqualArTokens) {
     const auto type = cache::parse_cache_type(c.cache);
     const cache::CacheTypes types{type, type};
     const MtpRun ar = generate(*target, nullptr, 0, c.penalty, types, pool);
-    ASSERT_EQ(ar.tokens.size(), 256u);
+    ASSERT_EQ(static_cast<int>(ar.tokens.size()), kGenerated);
     const int64_t n_ctx = static_cast<int64_t>(ar.tokens.size()) + 512;
     spec::PairHeadDrafter alone(*head, pool, n_ctx, 16, types);
     auto automatic = spec::make_auto_drafter(spec::all_auto_sources(false, "mtp"), *target, nullptr,

@@ -14,6 +14,7 @@
 #include "engine/generator.h"
 #include "model/evaluator.h"
 #include "support/feature_tamperer.h"
+#include "support/sanitized_build.h"
 #include "support/spec_setup.h"
 
 namespace augur::testing {
@@ -44,7 +45,8 @@ struct Outcome {
   std::string first_difference;  // with the cycle it was seen after
 };
 
-// Runs greedy or sampled sessions (k in {1, 4, 8}, two zoo prompts each, 48 tokens, prefix reuse
+// Runs greedy or sampled sessions (k in {1, 4, 8}, two zoo prompts each, 48 tokens (24 under a
+// sanitizer), prefix reuse
 // between them) with `inner` behind a FeatureTamperer planting `defect`, and records the first
 // difference `difference()` reports after any cycle (empty: the cache is right).
 inline Outcome run_cache_state(const model::Model& target, kernels::ThreadPool& pool,
@@ -61,7 +63,7 @@ inline Outcome run_cache_state(const model::Model& target, kernels::ThreadPool& 
   for (const int k : {1, 4, 8}) {
     for (const auto& prompt : prompts) {
       engine::GenerateOptions opt;
-      opt.n_predict = 48;
+      opt.n_predict = full_or_sanitized(48, 24);
       opt.ignore_eos = true;
       opt.drafter = &drafter;
       opt.draft_max = k;

@@ -16,20 +16,11 @@
 #include <new>
 #include <string>
 
+#include "support/sanitized_build.h"
+
 namespace augur::testing {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kMemoryCapWorks = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-inline constexpr bool kMemoryCapWorks = false;
-#else
-inline constexpr bool kMemoryCapWorks = true;
-#endif
-#else
-inline constexpr bool kMemoryCapWorks = true;
-#endif
+inline constexpr bool kMemoryCapWorks = !kSanitizedBuild;
 
 // What the process maps now (VmSize), in bytes.
 inline size_t mapped_bytes() {
