@@ -6,7 +6,7 @@
 gguf_file: every GGUF in SHARED/fixtures, SHARED/fixtures/tokenizers, models/ and
 tests/data/drafters as a miniature (every metadata key, arrays cut to their first 8 items, every
 tensor declared with one block per row and zero data), plus a truncated and two bit-flipped
-variants of each. model_load: edit scripts (byte strings the target decodes). tokenizer: the
+variants of each. model_load, drafter_load: edit scripts (byte strings the target decodes). tokenizer: the
 llama.cpp test vectors and special-token texts, for each vocabulary. chat_template: every shared
 template with a context from cases.jsonl. server_request: request bodies
 (after the endpoint byte). cli_parsers: lists.
@@ -125,6 +125,14 @@ def model_load_seeds():
         write("model_load", f"edits{i:02d}", bytes(rng.randrange(256) for _ in range(rng.randrange(4, 48))))
 
 
+def drafter_load_seeds():
+    rng = random.Random(2)
+    for i in range(48):
+        # The last byte picks the base head (four of them), the rest the edits and the session.
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(4, 40)))
+        write("drafter_load", f"edits{i:02d}", body + bytes([i % 4]))
+
+
 def tokenizer_seeds():
     n_vocab_files = len(list((SHARED / "fixtures" / "tokenizers").glob("*.gguf"))) + 1
     texts = []
@@ -199,6 +207,7 @@ def cli_parser_seeds():
 def main():
     gguf_seeds()
     model_load_seeds()
+    drafter_load_seeds()
     tokenizer_seeds()
     chat_template_seeds()
     server_request_seeds()

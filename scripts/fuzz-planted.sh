@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf_file model_load tokenizer chat_template server_request cli_parsers)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf_file model_load drafter_load tokenizer chat_template server_request cli_parsers)
 
 status=0
 mkdir -p fuzz-artifacts

@@ -13,12 +13,12 @@ cd "$(dirname "$0")/.."
 
 # Runs per target, sized to about two minutes in total on 2 cores (see docs/reliability.md for
 # the rates they were sized from).
-declare -A runs=([gguf_file]=200000 [model_load]=3000 [tokenizer]=60000 [chat_template]=60000
-                 [server_request]=150000 [cli_parsers]=300000)
+declare -A runs=([gguf_file]=200000 [model_load]=3000 [drafter_load]=600 [tokenizer]=60000
+                 [chat_template]=60000 [server_request]=150000 [cli_parsers]=300000)
 # Largest input per target: a GGUF seed is a few KB; a template a few tens of KB.
-declare -A max_len=([gguf_file]=16384 [model_load]=256 [tokenizer]=4096 [chat_template]=65536
-                    [server_request]=8192 [cli_parsers]=1024)
-targets=(gguf_file model_load tokenizer chat_template server_request cli_parsers)
+declare -A max_len=([gguf_file]=16384 [model_load]=256 [drafter_load]=256 [tokenizer]=4096
+                    [chat_template]=65536 [server_request]=8192 [cli_parsers]=1024)
+targets=(gguf_file model_load drafter_load tokenizer chat_template server_request cli_parsers)
 scale=${AUGUR_FUZZ_SCALE:-1}
 
 one=""
