@@ -1,5 +1,6 @@
 // AVX-512 VNNI matmul path: Q8_0/Q4_0 weights times Q8_0 activations with `vpdpbusd` on 512-bit
-// registers; F32/F16/BF16 run matmul_rows_float_avx512, every other type matmul_rows_avx2.
+// registers; F32/F16/BF16 run matmul_rows_float_avx512, the K-quants matmul_rows_kquant_avx512,
+// Q5_0 matmul_rows_avx2.
 //
 // Bit-identical to the AVX2 and scalar paths: a zmm register holds TWO weight rows' eight lanes
 // (row a in lanes 0-7, row b in lanes 8-15) for one activation row, so each (weight row,
@@ -161,6 +162,9 @@ void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
     case TensorType::F32:
     case TensorType::F16:
     case TensorType::BF16: return matmul_rows_float_avx512(a, row_begin, row_end);
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K: return matmul_rows_kquant_avx512(a, row_begin, row_end);
     default: return matmul_rows_avx2(a, row_begin, row_end);
   }
 }

@@ -31,9 +31,12 @@ struct MatmulArgs {
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AVX-512 VNNI, F32/F16/BF16 to matmul_rows_float_avx512, every other type (Q5_0
-// and the K-quants) to matmul_rows_avx2.
+// Q8_0/Q4_0 in AVX-512 VNNI, F32/F16/BF16 to matmul_rows_float_avx512, Q4_K/Q5_K/Q6_K to
+// matmul_rows_kquant_avx512, Q5_0 to matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// Q4_K/Q5_K/Q6_K only, in AVX-512 VNNI (matmul_kquant_avx512.cpp): bitwise the AVX2 kernel's
+// results.
+void matmul_rows_kquant_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // F32/F16/BF16 only, in AVX-512 (matmul_float_avx512.cpp): bitwise the AVX2 float kernel's results.
 void matmul_rows_float_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Two orders for Q8_0/Q4_0 weights times Q8_0 activations. Both take exact int32 sums of code
