@@ -20,8 +20,10 @@
 // (batch invariance), and equals matmul_rows_block_sums, the portable form of this arithmetic.
 // Compiled with AMX and AVX-512 flags and only called when cpu_supports(Isa::kAmx) (which also
 // obtained Linux's permission for the tile data), so it uses file-local helpers only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

@@ -10,7 +10,9 @@
 #include <immintrin.h>
 
 #include "common/error.h"
+#include "kernels/kquant_tile_x86.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/x86_helpers.h"
 #include "tensor/blocks.h"
 
 namespace augur::kernels::detail {
@@ -22,31 +24,6 @@ using gguf::TensorType;
 
 // Decoders must melt into the tile loop so their four results stay in registers.
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, 2);
-  return v;
-}
-
-inline float half_to_float(const uint8_t* p) {
-  return _cvtsh_ss(load_u16(p));
-}
-
-// Weights are read once per step from a matrix far larger than L2, in row blocks that advance
-// together through contiguous memory; asking for the bytes 8 KB ahead keeps the hardware
-// prefetcher's stream ahead of the kernel (measured +25 % decode on zoo q8_0, 2 threads; 1-4 KB
-// ahead gain less).
-AUGUR_ALWAYS_INLINE void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + 8192, _MM_HINT_T0);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 struct DecodeF32 {
   static constexpr int kStepBytes = 128;  // bytes of weights per 32-element step (for prefetch)
@@ -186,19 +163,6 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
 // pairs, madd with the scale). Integer sums are exact, so only the float steps after them (in
 // kquant_tile_kernel) fix the result; they are the scalar path's, in the same order.
 
-// 8 int16 scales (low 128 bits) and 8 int16 mins of a Q4_K/Q5_K super-block from its 12 packed
-// bytes (tensor/blocks.h): the low 6 bits of bytes 0..3 and 4..7 for sub-blocks 0..3, a nibble of
-// bytes 8..11 plus two high bits of bytes 0..3 / 4..7 for sub-blocks 4..7.
-AUGUR_ALWAYS_INLINE void scales_and_mins(const uint8_t* packed, __m128i& scales, __m128i& mins) {
-  uint32_t u[3];
-  __builtin_memcpy(u, packed, 12);
-  const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-  const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-  scales = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
-  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
-}
-
 // int16 element j of `scales` (both 128-bit halves hold the 8 scales) in all 16 positions.
 AUGUR_ALWAYS_INLINE __m256i scale_of(__m256i scales, int j) {
   return _mm256_shuffle_epi8(scales,
@@ -211,8 +175,8 @@ struct KQ4_K {
   static constexpr bool kLaneMins = true, kScalarMins = false;
   template <int TM>
   AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
-                                        __m256i mins_scales, __m256i* sumi) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+                                        __m128i scales, __m256i* sumi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), mins_scales = _mm256_set_m128i(scales, scales);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * p));
@@ -238,8 +202,9 @@ struct KQ5_K {
   static constexpr bool kLaneMins = false, kScalarMins = true;
   template <int TM>
   AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
-                                        __m256i mins_scales, __m256i* sumi) {
+                                        __m128i scales, __m256i* sumi) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i mins_scales = _mm256_set_m128i(scales, scales);
     const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
@@ -270,7 +235,7 @@ struct KQ6_K {
   static constexpr int kBytes = sizeof(tensor::BlockQ6_K);
   static constexpr bool kLaneMins = false, kScalarMins = false;
   template <int TM>
-  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx, __m256i,
+  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx, __m128i,
                                         __m256i* sumi) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
     const __m256i m32 = _mm256_set1_epi8(32);
@@ -304,71 +269,6 @@ struct KQ6_K {
     }
   }
 };
-
-// y[m * ldy] = dot(weight row, Q8_K activation row m) for m < TM, in llama.cpp's AVX2 arithmetic
-// (see matmul_scalar.cpp, kquant_tile_kernel, for the float steps). One weight row per tile: the
-// float work is one FMA per super-block and pair, so more rows would add no useful parallelism.
-template <class K, int TM, int NR>
-void kquant_tile_kernel(const uint8_t* w, int64_t cols, const int8_t* xq, const float* xd,
-                        const int16_t* xbsums, int64_t ldx, float* y, int64_t ldy) {
-  static_assert(NR == 1, "K-quant tiles take one weight row");
-  __m256 acc[TM];
-  __m128 acc_m[TM];
-  float summs[TM];
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
-    acc[m] = _mm256_setzero_ps();
-    acc_m[m] = _mm_setzero_ps();
-    summs[m] = 0.0f;
-  }
-  const int64_t blocks = cols / 256, ldd = ldx / 256, ldb = ldx / 16;
-  for (int64_t s = 0; s < blocks; ++s) {
-    const uint8_t* b = w + K::kBytes * s;
-    prefetch_ahead(b);
-    prefetch_ahead(b + 64);
-    prefetch_ahead(b + 128);
-    __m128i scales = _mm_setzero_si128(), mins = _mm_setzero_si128();
-    if constexpr (K::kLaneMins || K::kScalarMins) scales_and_mins(b + 4, scales, mins);
-    __m256i sumi[TM];
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) sumi[m] = _mm256_setzero_si256();
-    K::template lanes<TM>(b, xq + 256 * s, ldx, _mm256_set_m128i(scales, scales), sumi);
-    const float wd = half_to_float(b + (K::kLaneMins || K::kScalarMins ? 0 : 208));
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) {
-      const float yd = xd[m * ldd + s];
-      const float d = yd * wd;
-      acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[m]), acc[m]);
-      if constexpr (K::kLaneMins || K::kScalarMins) {
-        const float dmin = -yd * half_to_float(b + 2);
-        const int16_t* bs = xbsums + m * ldb + 16 * s;
-        const __m128i q8s =
-            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs)),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(bs + 8)));
-        const __m128i prod = _mm_madd_epi16(mins, q8s);
-        if constexpr (K::kLaneMins) {
-          acc_m[m] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[m]);
-        } else {
-          const __m128i pair = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
-          const int isum = _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 1)));
-          summs[m] = __builtin_fmaf(dmin, static_cast<float>(isum), summs[m]);
-        }
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
-    float sum = hsum(acc[m]);
-    if constexpr (K::kLaneMins) {
-      __m128 am = _mm_add_ps(acc_m[m], _mm_movehl_ps(acc_m[m], acc_m[m]));
-      am = _mm_add_ss(am, _mm_movehdup_ps(am));
-      sum += _mm_cvtss_f32(am);
-    } else if constexpr (K::kScalarMins) {
-      sum += summs[m];
-    }
-    y[m * ldy] = sum;
-  }
-}
 
 // Float weights (F32/F16/BF16): the same one-chain-per-pair order as tile_kernel (8 columns at a
 // time, in column order, then single columns), but with the column loop outside: each 8-column
@@ -452,19 +352,6 @@ struct IntTiles {
     int_tile_kernel<C, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
                                a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 32), a.cols,
                                a.y + m0 * a.rows + row, a.rows);
-  }
-};
-
-template <class K>
-struct KQuantTiles {
-  static constexpr int kMaxTm = 8;
-  static constexpr int rows_for(int) { return 1; }
-  template <int TM, int NR>
-  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
-    kquant_tile_kernel<K, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.cols,
-                                  a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 256),
-                                  a.xbsums + m0 * (a.cols / 16), a.cols, a.y + m0 * a.rows + row,
-                                  a.rows);
   }
 };
 

@@ -11,13 +11,16 @@
 // like matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard"). GCC 12
 // reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4, broadcast_i64x4,
 // cvtepi32_ps, ...) as uninitialized once inlined: a known false positive.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/x86_helpers.h"
 #include "tensor/blocks.h"
 
 namespace augur::kernels::detail {
@@ -28,29 +31,6 @@ namespace {
 using gguf::TensorType;
 
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, 2);
-  return v;
-}
-
-inline float half_to_float(const uint8_t* p) {
-  return _cvtsh_ss(load_u16(p));
-}
-
-// As in matmul_avx2.cpp: the weights' stream is asked for 8 KB ahead.
-AUGUR_ALWAYS_INLINE void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + 8192, _MM_HINT_T0);
-}
-
-// The AVX2 kernel's final sum of eight lanes, operation for operation.
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Integer decoders of block s of two weight rows a and b: 64 signed codes, row a's 32 in bytes
 // 0..31 and row b's in bytes 32..63.

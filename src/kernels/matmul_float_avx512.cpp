@@ -11,13 +11,16 @@
 // so like matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard").
 // GCC 12 reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4,
 // broadcast_f32x8, ...) as uninitialized once inlined: a known false positive.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/x86_helpers.h"
 
 namespace augur::kernels::detail {
 
@@ -27,17 +30,6 @@ namespace {
 using gguf::TensorType;
 
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, 2);
-  return v;
-}
-
-// As in matmul_avx2.cpp: the weights' stream is asked for 8 KB ahead.
-AUGUR_ALWAYS_INLINE void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + 8192, _MM_HINT_T0);
-}
 
 // Decoders of columns c..c+7 of two weight rows a and b: row a in lanes 0-7, row b in 8-15.
 struct PairF32 {

@@ -1,15 +1,16 @@
-// AVX-512 VNNI kernels for Q4_K/Q5_K/Q6_K weights times Q8_K activations, bit-identical to the
-// AVX2 kquant_tile_kernel (and so to the scalar path and llama.cpp's AVX2 vec_dot_q{4,5,6}_K_q8_K).
+// AVX-512 VNNI lanes for Q4_K/Q5_K/Q6_K weights times Q8_K activations under the shared K-quant
+// tile kernel (kquant_tile_x86.h), bit-identical to the AVX2 path (and so to the scalar path and
+// llama.cpp's AVX2 vec_dot_q{4,5,6}_K_q8_K).
 //
-// The AVX2 kernel takes, per super-block and (weight row, activation row), eight exact int32 lanes
+// The tile kernel takes, per super-block and (weight row, activation row), eight exact int32 lanes
 // (lane u: sub-block scale x weight code x activation code over elements 4u..4u+3 of every 32),
 // then runs its float steps on them. Here one zmm holds two sub-blocks side by side (2p in the low
 // 256 bits, 2p+1 in the high; Q6_K: quarters k and k+1), meeting the 64 contiguous activation
 // codes of one zmm load; `vpdpwssd` does the AVX2 kernel's `madd` with the scale and the add in
 // one instruction. The two halves are added at the end of the super-block: integer sums, exact in
-// any order, so the lanes, and every float step after them, are the AVX2 kernel's.
-// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512), so it uses
-// file-local helpers only (docs/kernels.md, "ODR hazard").
+// any order, so the lanes, and every float step after them, are the AVX2 path's.
+// Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512), so it uses helpers
+// with internal linkage only (docs/kernels.md, "ODR hazard").
 // GCC 12 reports its own _mm512_undefined_*() inside inserti64x4 / broadcast_i32x4 as
 // uninitialized once inlined: a known false positive (clang has no such warning group).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -20,7 +21,9 @@
 #include <immintrin.h>
 
 #include "common/error.h"
+#include "kernels/kquant_tile_x86.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/x86_helpers.h"
 #include "tensor/blocks.h"
 
 namespace augur::kernels::detail {
@@ -32,24 +35,6 @@ using gguf::TensorType;
 
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
 
-inline float half_to_float(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, 2);
-  return _cvtsh_ss(v);
-}
-
-AUGUR_ALWAYS_INLINE void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + 8192, _MM_HINT_T0);
-}
-
-// The AVX2 kernel's final sum of eight lanes, operation for operation.
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 AUGUR_ALWAYS_INLINE __m512i load512(const void* p) {
   return _mm512_loadu_si512(p);
 }
@@ -58,16 +43,14 @@ AUGUR_ALWAYS_INLINE __m512i halves(__m256i low, __m256i high) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }
 
-// 8 int16 scales and 8 int16 mins of a Q4_K/Q5_K super-block from its 12 packed bytes, as in
-// matmul_avx2.cpp.
-AUGUR_ALWAYS_INLINE void scales_and_mins(const uint8_t* packed, __m128i& scales, __m128i& mins) {
-  uint32_t u[3];
-  __builtin_memcpy(u, packed, 12);
-  const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-  const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-  scales = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
-  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+// sumi[m] += the two 256-bit halves of wide[m]: the eight lanes of the super-block.
+template <int TM>
+AUGUR_ALWAYS_INLINE void add_folded(const __m512i* wide, __m256i* sumi) {
+#pragma GCC unroll 8
+  for (int m = 0; m < TM; ++m) {
+    sumi[m] = _mm256_add_epi32(sumi[m], _mm256_add_epi32(_mm512_castsi512_si256(wide[m]),
+                                                         _mm512_extracti64x4_epi64(wide[m], 1)));
+  }
 }
 
 // int16 scale j in the low 256 bits and scale j + 1 in the high, from the 8 scales in every
@@ -84,8 +67,12 @@ struct KQ4_K {
   static constexpr bool kLaneMins = true, kScalarMins = false;
   template <int TM>
   AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
-                                        __m512i scales, __m512i* sumi) {
+                                        __m128i scales128, __m256i* sumi) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m512i scales = _mm512_broadcast_i32x4(scales128);
+    __m512i wide[TM];
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) wide[m] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * p));
@@ -95,9 +82,10 @@ struct KQ4_K {
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
         const __m512i y = load512(x + m * ldx + 64 * p);
-        sumi[m] = _mm512_dpwssd_epi32(sumi[m], s, _mm512_maddubs_epi16(q, y));
+        wide[m] = _mm512_dpwssd_epi32(wide[m], s, _mm512_maddubs_epi16(q, y));
       }
     }
+    add_folded<TM>(wide, sumi);
   }
 };
 
@@ -107,8 +95,12 @@ struct KQ5_K {
   static constexpr bool kLaneMins = false, kScalarMins = true;
   template <int TM>
   AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx,
-                                        __m512i scales, __m512i* sumi) {
+                                        __m128i scales128, __m256i* sumi) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m512i scales = _mm512_broadcast_i32x4(scales128);
+    __m512i wide[TM];
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) wide[m] = _mm512_setzero_si512();
     const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
@@ -124,9 +116,10 @@ struct KQ5_K {
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
         const __m512i y = load512(x + m * ldx + 64 * p);
-        sumi[m] = _mm512_dpwssd_epi32(sumi[m], s, _mm512_maddubs_epi16(q, y));
+        wide[m] = _mm512_dpwssd_epi32(wide[m], s, _mm512_maddubs_epi16(q, y));
       }
     }
+    add_folded<TM>(wide, sumi);
   }
 };
 
@@ -152,9 +145,12 @@ struct KQ6_K {
   }
 
   template <int TM>
-  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx, __m512i,
-                                        __m512i* sumi) {
+  AUGUR_ALWAYS_INLINE static void lanes(const uint8_t* b, const int8_t* x, int64_t ldx, __m128i,
+                                        __m256i* sumi) {
     const __m512i m32 = _mm512_set1_epi8(32);
+    __m512i wide[TM];
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) wide[m] = _mm512_setzero_si512();
     const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
@@ -171,89 +167,11 @@ struct KQ6_K {
           const __m512i y = load512(x + m * ldx + 128 * h + 32 * k);
           const __m512i prod =
               _mm512_sub_epi16(_mm512_maddubs_epi16(q, y), _mm512_maddubs_epi16(m32, y));
-          sumi[m] = _mm512_dpwssd_epi32(sumi[m], scale, prod);
+          wide[m] = _mm512_dpwssd_epi32(wide[m], scale, prod);
         }
       }
     }
-  }
-};
-
-// y[m * ldy] = dot(weight row, Q8_K activation row m) for m < TM: the float steps of
-// matmul_avx2.cpp's kquant_tile_kernel, in the same order, on the same integer lanes.
-template <class K, int TM, int NR>
-void kquant_tile_kernel(const uint8_t* w, int64_t cols, const int8_t* xq, const float* xd,
-                        const int16_t* xbsums, int64_t ldx, float* y, int64_t ldy) {
-  static_assert(NR == 1, "K-quant tiles take one weight row");
-  __m256 acc[TM];
-  __m128 acc_m[TM];
-  float summs[TM];
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
-    acc[m] = _mm256_setzero_ps();
-    acc_m[m] = _mm_setzero_ps();
-    summs[m] = 0.0f;
-  }
-  const int64_t blocks = cols / 256, ldd = ldx / 256, ldb = ldx / 16;
-  for (int64_t s = 0; s < blocks; ++s) {
-    const uint8_t* b = w + K::kBytes * s;
-    prefetch_ahead(b);
-    prefetch_ahead(b + 64);
-    prefetch_ahead(b + 128);
-    __m128i scales = _mm_setzero_si128(), mins = _mm_setzero_si128();
-    if constexpr (K::kLaneMins || K::kScalarMins) scales_and_mins(b + 4, scales, mins);
-    __m512i sumi[TM];
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) sumi[m] = _mm512_setzero_si512();
-    K::template lanes<TM>(b, xq + 256 * s, ldx, _mm512_broadcast_i32x4(scales), sumi);
-    const float wd = half_to_float(b + (K::kLaneMins || K::kScalarMins ? 0 : 208));
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) {
-      const __m256i lanes =
-          _mm256_add_epi32(_mm512_castsi512_si256(sumi[m]), _mm512_extracti64x4_epi64(sumi[m], 1));
-      const float yd = xd[m * ldd + s];
-      const float d = yd * wd;
-      acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[m]);
-      if constexpr (K::kLaneMins || K::kScalarMins) {
-        const float dmin = -yd * half_to_float(b + 2);
-        const int16_t* bs = xbsums + m * ldb + 16 * s;
-        const __m128i q8s =
-            _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bs)),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(bs + 8)));
-        const __m128i prod = _mm_madd_epi16(mins, q8s);
-        if constexpr (K::kLaneMins) {
-          acc_m[m] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m[m]);
-        } else {
-          const __m128i pair = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
-          const int isum = _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 1)));
-          summs[m] = __builtin_fmaf(dmin, static_cast<float>(isum), summs[m]);
-        }
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < TM; ++m) {
-    float sum = hsum(acc[m]);
-    if constexpr (K::kLaneMins) {
-      __m128 am = _mm_add_ps(acc_m[m], _mm_movehl_ps(acc_m[m], acc_m[m]));
-      am = _mm_add_ss(am, _mm_movehdup_ps(am));
-      sum += _mm_cvtss_f32(am);
-    } else if constexpr (K::kScalarMins) {
-      sum += summs[m];
-    }
-    y[m * ldy] = sum;
-  }
-}
-
-template <class K>
-struct KQuantTiles {
-  static constexpr int kMaxTm = 8;
-  static constexpr int rows_for(int) { return 1; }
-  template <int TM, int NR>
-  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
-    kquant_tile_kernel<K, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.cols,
-                                  a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 256),
-                                  a.xbsums + m0 * (a.cols / 16), a.cols, a.y + m0 * a.rows + row,
-                                  a.rows);
+    add_folded<TM>(wide, sumi);
   }
 };
 
