@@ -6,17 +6,28 @@
 # and n-gram drafting). The Q4_0 model is made with `augur quantize` from the F16
 # one. Then the same for zoo-wide F16 and Q8_0 (memory-bound, scripts/build-zoo-wide.sh), at
 # context 256. Reports go to bench/reports/ only after passing the evidence gate. About 20
-# minutes; `--wide-only` runs only zoo-wide.
+# minutes; `--wide-only` runs only zoo-wide; `--out DIR` writes the reports there instead (one
+# folder per CPU when bench/reports/ already holds another machine's, e.g. bench/reports/amd-epyc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/augur
 shared=${AUGUR_SHARED_DIR:-../shared}
 out=bench/reports
+wide_only=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --wide-only) wide_only=1 ;;
+    --out) out=$2; shift ;;
+    *) echo "usage: $0 [--wide-only] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
 q4_0=build/zoo-target-q4_0.gguf
-[ "${1:-}" = --wide-only ] || [ -f "$q4_0" ] || "$bin" quantize "$shared/models/zoo-target-f16.gguf" "$q4_0" Q4_0
+[ -n "$wide_only" ] || [ -f "$q4_0" ] || "$bin" quantize "$shared/models/zoo-target-f16.gguf" "$q4_0" Q4_0
 
 targets=("f16:$shared/models/zoo-target-f16.gguf" "q8_0:models/zoo-target-q8_0.gguf" "q4_0:$q4_0")
-[ "${1:-}" = --wide-only ] && targets=()
+[ -n "$wide_only" ] && targets=()
 for spec in "${targets[@]}"; do
   name=${spec%%:*}
   model=${spec#*:}
