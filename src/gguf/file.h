@@ -126,6 +126,10 @@ class File {
 
   // Hint the kernel to read the data section in (used for load progress).
   void prefetch() const;
+  // Hint that [begin, begin + n) of the data will not be read soon (a weight a kernel reads from
+  // its own packed copy): a mapping drops those whole pages from the process's resident memory,
+  // to be read back from the page cache if touched again; a heap copy keeps them.
+  void release(const uint8_t* begin, size_t n) const;
 
  private:
   File() = default;

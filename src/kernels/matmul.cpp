@@ -7,12 +7,14 @@
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/packed_weights.h"
 #include "kernels/quantize_activations.h"
 
 namespace augur::kernels {
 
 IntegerOrder integer_order(Isa isa) {
-  return isa == Isa::kAmx ? IntegerOrder::kBlockSums : IntegerOrder::kLaneSums;
+  return isa == Isa::kAmx || isa == Isa::kAvx512 ? IntegerOrder::kBlockSums
+                                                 : IntegerOrder::kLaneSums;
 }
 
 void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, ThreadPool& pool) {
@@ -36,6 +38,7 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales;
   thread_local std::vector<int16_t> bsums;
+  const Isa isa = current_isa();
   const bool q8_0 = uses_q8_activations(w.type), q8_k = uses_q8_k_activations(w.type);
   if (q8_0 || q8_k) {
     const int64_t block = q8_0 ? 32 : 256;
@@ -72,17 +75,52 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
       (*observer)({x, M, w.cols, codes.data(), scales.data()});
     }
   }
+  // The avx512 path reads Q8_0 activations block-major with their code sums (matmul_kernels.h).
+  thread_local std::vector<int8_t> codes_blocked;
+  thread_local std::vector<float> scales_blocked;
+  thread_local std::vector<int32_t> sums_blocked;
+  if ((w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0) &&
+      isa == Isa::kAvx512) {
+    const int64_t blocks = w.cols / 32;
+    codes_blocked.resize(codes.size());
+    scales_blocked.resize(static_cast<size_t>(M * blocks));
+    sums_blocked.resize(static_cast<size_t>(M * blocks));
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t s = 0; s < blocks; ++s) {
+        const int8_t* from = codes.data() + m * w.cols + 32 * s;
+        const size_t to = static_cast<size_t>(s * M + m);
+        std::copy(from, from + 32, codes_blocked.data() + 32 * to);
+        scales_blocked[to] = scales[static_cast<size_t>(m * blocks + s)];
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum += from[i];
+        sums_blocked[to] = sum;
+      }
+    }
+    args.xq_blocked = codes_blocked.data();
+    args.xd_blocked = scales_blocked.data();
+    args.xsum_blocked = sums_blocked.data();
+  }
   struct Job {
     const detail::MatmulArgs* args;
     void (*rows)(const detail::MatmulArgs&, int64_t, int64_t);
   };
-  const Isa isa = current_isa();
   const Job job{&args, isa == Isa::kAmx      ? detail::matmul_rows_amx
                        : isa == Isa::kAvx512 ? detail::matmul_rows_avx512
                        : isa == Isa::kAvx2   ? detail::matmul_rows_avx2
                                              : detail::matmul_rows_scalar};
   // Captures one pointer, so std::function keeps it inline: no allocation per call.
   const Job* job_ptr = &job;
+  if (w.packed && isa == Isa::kAvx512 && w.type == gguf::TensorType::Q8_0) {
+    // Threads take whole groups of packed rows.
+    args.packed = w.packed.get();
+    pool.parallel_for((w.rows + kPackedRows - 1) / kPackedRows,
+                      [job_ptr](int64_t begin, int64_t end) {
+                        const int64_t rows = job_ptr->args->rows;
+                        job_ptr->rows(*job_ptr->args, begin * kPackedRows,
+                                      end * kPackedRows < rows ? end * kPackedRows : rows);
+                      });
+    return;
+  }
   pool.parallel_for(
       w.rows, [job_ptr](int64_t begin, int64_t end) { job_ptr->rows(*job_ptr->args, begin, end); });
 }

@@ -2,11 +2,12 @@
 // registers; F32/F16/BF16 run matmul_rows_float_avx512, the K-quants matmul_rows_kquant_avx512,
 // Q5_0 matmul_rows_avx2.
 //
-// Bit-identical to the AVX2 and scalar paths: a zmm register holds TWO weight rows' eight lanes
-// (row a in lanes 0-7, row b in lanes 8-15) for one activation row, so each (weight row,
-// activation row) pair keeps the AVX2 kernel's eight float lanes and its one FMA chain in block
-// order (acc = fma(dw * dx, sums, acc)), and the lanes are summed at the end in the same hsum
-// order. The integer lane sums are exact either way (`maddubs` + `madd` there, `vpdpbusd` here).
+// Q8_0/Q4_0 run the block-sum order (matmul_kernels.h, "Two orders"; docs/kernels.md, "The
+// AVX-512 path"): 16 weight rows per tile, one per lane of a zmm, so that eight vpdpbusd per
+// (block, activation row) give the 16 rows' exact block sums and one cvt, mul and fma per
+// (block, activation row) accumulate them; bitwise matmul_rows_block_sums' results. Q8_0 weights
+// packed at load (kernels/packed_weights.h) are read in that lane order; unpacked ones (Q4_0, and
+// Q8_0 not packed for this path) are transposed block by block.
 // Compiled with AVX-512 flags and only called when cpu_supports(Isa::kAvx512) (kAvx512 or kAmx), so
 // like matmul_avx2.cpp it uses file-local helpers only (see docs/kernels.md, "ODR hazard"). GCC 12
 // reports its own _mm512_undefined_*() (`__m512i __Y = __Y;`, used by inserti64x4, broadcast_i64x4,
@@ -32,25 +33,25 @@ using gguf::TensorType;
 
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
 
-// Integer decoders of block s of two weight rows a and b: 64 signed codes, row a's 32 in bytes
-// 0..31 and row b's in bytes 32..63.
-struct PairQ8_0 {
-  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
-    return row + sizeof(tensor::BlockQ8_0) * s;
-  }
-  AUGUR_ALWAYS_INLINE static __m512i codes(const uint8_t* a, const uint8_t* b) {
+// Integer decoders of block s of two weight rows a and b as unsigned bytes (vpdpbusd multiplies
+// unsigned by signed): row a's 32 in bytes 0..31, row b's in 32..63. Each is its codes + kBias, so
+// a block sum comes out too large by kBias times the activation codes' sum.
+struct UnsignedQ8_0 {
+  static constexpr size_t kBlockBytes = sizeof(tensor::BlockQ8_0);
+  static constexpr int kBias = 128;
+  AUGUR_ALWAYS_INLINE static __m512i pair(const uint8_t* a, const uint8_t* b) {
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 2));
     const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1);
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1),
+                            _mm512_set1_epi8(static_cast<char>(0x80)));
   }
 };
 
-struct PairQ4_0 {
-  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
-    return row + sizeof(tensor::BlockQ4_0) * s;
-  }
-  // Low nibbles are elements 0..15, high nibbles 16..31; minus 8.
-  AUGUR_ALWAYS_INLINE static __m512i codes(const uint8_t* a, const uint8_t* b) {
+struct UnsignedQ4_0 {
+  static constexpr size_t kBlockBytes = sizeof(tensor::BlockQ4_0);
+  static constexpr int kBias = 8;  // the nibbles are the codes + 8
+  // Low nibbles are elements 0..15, high nibbles 16..31.
+  AUGUR_ALWAYS_INLINE static __m512i pair(const uint8_t* a, const uint8_t* b) {
     const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2));
     const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
     // 128-bit lanes [pa, pa, pb, pb]; the odd lanes take the high nibbles.
@@ -58,87 +59,195 @@ struct PairQ4_0 {
         _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
                                  _mm512_castsi256_si512(_mm256_set_m128i(pb, pa)));
     const __m512i shifted = _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
-    return _mm512_sub_epi8(_mm512_and_si512(shifted, _mm512_set1_epi8(0x0F)), _mm512_set1_epi8(8));
+    return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
   }
 };
 
-// Weight rows per block for a tile of `tm` activation rows (two rows per zmm chain): 8 or 16
-// accumulators, with room for the codes, masks and scales in the 32 zmm registers.
-constexpr int rows_for(int tm) {
-  return tm <= 2 ? 8 : 4;
+// Weight rows per tile: one per lane of a zmm of int32 block sums.
+constexpr int kTileRows = 16;
+// Activation rows per tile: 16 float accumulators, 8 weight registers and a few temporaries fill
+// the 32 zmm registers, and every verify of up to 16 rows streams the weights once.
+constexpr int kMaxTm = 16;
+
+// acc + u * (the four signed bytes at p, in every lane), with the broadcast folded into vpdpbusd's
+// memory operand (GCC 12 emits a separate vpbroadcastd for the intrinsic).
+AUGUR_ALWAYS_INLINE __m512i dpbusd_broadcast(__m512i acc, __m512i u, const int8_t* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0"
+      : "+v"(acc)
+      : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
 }
 
-// y[m * ldy + r] = dot(weight row r, Q8_0 activation row m) for r < NR, m < TM: per block,
-// vpdpbusd(|q|, x with q's sign) gives the exact int32 sums of elements 4j..4j+3 for both rows of
-// a pair (lanes j and 8 + j), which become floats and are accumulated as
-// acc = fma(dw * dx, sums, acc). Row pair p holds rows 2p and 2p+1; an odd NR's last pair repeats
-// its row and drops the copy. One chain per (row, m) in block order whatever TM and NR are, so
-// the result is batch-invariant and equals the AVX2 kernel's.
-template <class C, int TM, int NR>
-void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
-                     const float* xd, int64_t ldx, float* y, int64_t ldy) {
-  constexpr int NP = (NR + 1) / 2;
-  __m512 acc[NP][TM];
+// 16 weight rows' codes of one block, z[p] = [row p | row p + 8] (8 dwords each), turned into
+// w[j] = dword j (codes 4j..4j+3) of every row: three levels of unpacks and 128-bit shuffles.
+// Lane i of every w[j] holds row kLaneRow[i] = {0-3, 8-11, 4-7, 12-15}[i].
+AUGUR_ALWAYS_INLINE void transpose_rows(const __m512i (&z)[8], __m512i (&w)[8]) {
+  __m512i a[8], b[8];
 #pragma GCC unroll 4
-  for (int p = 0; p < NP; ++p) {
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) acc[p][m] = _mm512_setzero_ps();
+  for (int q = 0; q < 4; ++q) {
+    a[2 * q] = _mm512_unpacklo_epi32(z[2 * q], z[2 * q + 1]);
+    a[2 * q + 1] = _mm512_unpackhi_epi32(z[2 * q], z[2 * q + 1]);
   }
-  const int64_t blocks = cols / 32, ldd = ldx / 32;
+  // Per 128-bit lane, b[4g + k] holds dword k (lanes 0 and 2) or k + 4 (lanes 1 and 3) of rows
+  // 4g..4g+3 (lanes 0 and 1) or 4g+8..4g+11 (lanes 2 and 3).
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; ++g) {
+    b[4 * g] = _mm512_unpacklo_epi64(a[4 * g], a[4 * g + 2]);
+    b[4 * g + 1] = _mm512_unpackhi_epi64(a[4 * g], a[4 * g + 2]);
+    b[4 * g + 2] = _mm512_unpacklo_epi64(a[4 * g + 1], a[4 * g + 3]);
+    b[4 * g + 3] = _mm512_unpackhi_epi64(a[4 * g + 1], a[4 * g + 3]);
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    w[k] = _mm512_shuffle_i32x4(b[k], b[4 + k], 0x88);
+    w[k + 4] = _mm512_shuffle_i32x4(b[k], b[4 + k], 0xDD);
+  }
+}
+
+// acc[m] = fma(float(isum), dw * dx, acc[m]) for block s and activation rows m0 .. m0 + TM - 1,
+// where w holds the block's codes + kBias of 16 weight rows, one per lane (dword j in w[j]), and
+// isum = sum((codes + kBias) * x) - kBias * sum(x) is the exact block sum. (Interleaving the
+// vpdpbusd chains of several activation rows by hand gained nothing: the compiler reorders them.)
+template <int kBias, int TM>
+AUGUR_ALWAYS_INLINE void accumulate_block(const MatmulArgs& a, const __m512i (&w)[8], __m512 dw,
+                                          int64_t s, int64_t m0, __m512 (&acc)[TM]) {
+  const int64_t at = s * a.M + m0;
+  const int8_t* xq = a.xq_blocked + 32 * at;
+  const float* xd = a.xd_blocked + at;
+  const int32_t* xsums = a.xsum_blocked + at;
+#pragma GCC unroll 16
+  for (int m = 0; m < TM; ++m) {
+    __m512i isum = _mm512_set1_epi32(-kBias * xsums[m]);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) isum = dpbusd_broadcast(isum, w[j], xq + 32 * m + 4 * j);
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xd[m]));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), d, acc[m]);
+  }
+}
+
+// y[m * rows + row + r] = dot(weight row row + r, activation row m0 + m) for r < nr <= 16,
+// m < TM, in the block-sum order: per block, the weight rows' codes are transposed once into eight
+// registers with one row per lane, and every activation row adds its eight code dwords to them
+// with vpdpbusd (broadcast from memory): one zmm holds the 16 rows' exact block sums
+// isum = sum(codes + kBias) * x - kBias * sum(x). Then acc = fma(float(isum), dw * dx, acc) per
+// block, a zmm over weight rows: matmul_rows_block_sums' float chain for every (row, activation
+// row), whatever TM, nr or the thread split.
+template <class C, int TM>
+void block_sum_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
+  const int64_t blocks = a.cols / 32;
+  const uint8_t* w0 = a.w + row * static_cast<int64_t>(a.row_bytes);
+  // Rows past nr repeat the last row (never read past the range) and are dropped at the end.
+  const uint8_t* rows[kTileRows];
+  for (int r = 0; r < kTileRows; ++r) rows[r] = w0 + (r < nr ? r : nr - 1) * a.row_bytes;
+  const __m512i lane_row = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  const __m512i scale_at = _mm512_mullo_epi32(_mm512_min_epi32(lane_row, _mm512_set1_epi32(nr - 1)),
+                                              _mm512_set1_epi32(static_cast<int>(a.row_bytes)));
+  __m512 acc[TM];
+#pragma GCC unroll 16
+  for (int m = 0; m < TM; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t s = 0; s < blocks; ++s) {
-#pragma GCC unroll 4
-    for (int p = 0; p < NP; ++p) {
-      const int rb = 2 * p + 1 < NR ? 2 * p + 1 : 2 * p;
-      const uint8_t* block_a = C::block(w0 + 2 * p * row_bytes, s);
-      const uint8_t* block_b = C::block(w0 + rb * row_bytes, s);
-      prefetch_ahead(block_a);
-      if (rb != 2 * p) prefetch_ahead(block_b);
-      const __m512i q = C::codes(block_a, block_b);
-      const __m512i magnitude = _mm512_abs_epi8(q);  // |q| as unsigned bytes (-128 gives 128)
-      const __mmask64 negative = _mm512_movepi8_mask(q);
-      const __m512 dw = _mm512_insertf32x8(_mm512_set1_ps(half_to_float(block_a)),
-                                           _mm256_set1_ps(half_to_float(block_b)), 1);
-#pragma GCC unroll 8
-      for (int m = 0; m < TM; ++m) {
-        // The activation block in both halves, negated where q < 0: |q| * that = q * x.
-        const __m512i x = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + m * ldx + 32 * s)));
-        const __m512i signed_x = _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
-        const __m512 sums =
-            _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, signed_x));
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xd[m * ldd + s]));
-        acc[p][m] = _mm512_fmadd_ps(d, sums, acc[p][m]);
-      }
+    const size_t at = C::kBlockBytes * s;
+    if (s % 2 == 0) {
+      for (int r = 0; r < nr; ++r) prefetch_ahead(rows[r] + at);
     }
-  }
-#pragma GCC unroll 4
-  for (int p = 0; p < NP; ++p) {
+    __m512i z[8], w[8];
 #pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) {
-      y[m * ldy + 2 * p] = hsum(_mm512_castps512_ps256(acc[p][m]));
-      if (2 * p + 1 < NR) y[m * ldy + 2 * p + 1] = hsum(_mm512_extractf32x8_ps(acc[p][m], 1));
-    }
+    for (int p = 0; p < 8; ++p) z[p] = C::pair(rows[p] + at, rows[p + 8] + at);
+    transpose_rows(z, w);
+    // The rows' fp16 scales (with the two bytes after them, unused), widened to floats.
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_at, w0 + at, 1)));
+    accumulate_block<C::kBias, TM>(a, w, dw, s, m0, acc);
   }
+  // Lanes back to row order (swap the middle two 128-bit lanes).
+  const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
+#pragma GCC unroll 16
+  for (int m = 0; m < TM; ++m) {
+    _mm512_mask_storeu_ps(a.y + (m0 + m) * a.rows + row, live,
+                          _mm512_shuffle_f32x4(acc[m], acc[m], 0xD8));
+  }
+}
+
+template <class C, int TM = kMaxTm>
+void run_block_sum_tile(const MatmulArgs& a, int tm, int64_t row, int nr, int64_t m0) {
+  if constexpr (TM > 1) {
+    if (tm < TM) return run_block_sum_tile<C, TM - 1>(a, tm, row, nr, m0);
+  }
+  block_sum_tile<C, TM>(a, row, nr, m0);
 }
 
 template <class C>
-struct IntTiles {
-  static constexpr int kMaxTm = 8;
-  static constexpr int rows_for(int tm) { return detail::rows_for(tm); }
-  template <int TM, int NR>
-  static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
-    int_tile_kernel<C, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
-                               a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 32), a.cols,
-                               a.y + m0 * a.rows + row, a.rows);
+void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  AUGUR_CHECK(a.xsum_blocked != nullptr,
+              "the avx512 integer kernels need the activation block sums");
+  for_each_tile(
+      a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },
+      [&a](int tm, int64_t row, int nr, int64_t m0) { run_block_sum_tile<C>(a, tm, row, nr, m0); });
+}
+
+// How far ahead of the kernel the packed stream is prefetched: without it the stream fell to
+// half of DRAM speed once four or more activation rows made each block's work longer; 2 KB
+// ahead got most of it back, 8 KB all of it (a 570 MB matrix, 2 threads: M = 16 in 1.25x the
+// time of M = 1).
+constexpr int kPackedAhead = 8192;
+// block_sum_tile over kernels/packed_weights.h's layout: rows row .. row + nr - 1 of a packed
+// group (row a multiple of 16), the codes and scales read in order from one stream each.
+template <int TM>
+void packed_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
+  const int64_t blocks = a.cols / 32, groups = (a.rows + kTileRows - 1) / kTileRows;
+  const uint8_t* codes = a.packed + (row / kTileRows) * blocks * 32 * kTileRows;
+  const uint8_t* scales =
+      a.packed + (groups * blocks * 32 + (row / kTileRows) * blocks * 2) * kTileRows;
+  __m512 acc[TM];
+#pragma GCC unroll 16
+  for (int m = 0; m < TM; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < blocks; ++s) {
+    const uint8_t* c = codes + s * 32 * kTileRows;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, _MM_HINT_T0);
+    }
+    // The scales advance 32 bytes per block, 1/16 of the codes' pace.
+    if (s % 2 == 0) {
+      _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) + kPackedAhead / 16,
+                   _MM_HINT_T0);
+    }
+    __m512i w[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(c + 64 * j);
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(scales + s * 2 * kTileRows)));
+    accumulate_block<UnsignedQ8_0::kBias, TM>(a, w, dw, s, m0, acc);
   }
-};
+  const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
+#pragma GCC unroll 16
+  for (int m = 0; m < TM; ++m) _mm512_mask_storeu_ps(a.y + (m0 + m) * a.rows + row, live, acc[m]);
+}
+
+template <int TM = kMaxTm>
+void run_packed_tile(const MatmulArgs& a, int tm, int64_t row, int nr, int64_t m0) {
+  if constexpr (TM > 1) {
+    if (tm < TM) return run_packed_tile<TM - 1>(a, tm, row, nr, m0);
+  }
+  packed_tile<TM>(a, row, nr, m0);
+}
+
+void run_packed(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  AUGUR_CHECK(a.xsum_blocked != nullptr && row_begin % kTileRows == 0,
+              "packed rows need the activation block sums and whole groups");
+  for_each_tile(
+      a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },
+      [&a](int tm, int64_t row, int nr, int64_t m0) { run_packed_tile(a, tm, row, nr, m0); });
+}
 
 }  // namespace
 
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.type) {
-    case TensorType::Q8_0: return run_tiles<IntTiles<PairQ8_0>>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run_tiles<IntTiles<PairQ4_0>>(a, row_begin, row_end);
+    case TensorType::Q8_0:
+      return a.packed != nullptr ? run_packed(a, row_begin, row_end)
+                                 : run_block_sums<UnsignedQ8_0>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run_block_sums<UnsignedQ4_0>(a, row_begin, row_end);
     case TensorType::F32:
     case TensorType::F16:
     case TensorType::BF16: return matmul_rows_float_avx512(a, row_begin, row_end);

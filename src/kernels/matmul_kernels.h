@@ -26,6 +26,16 @@ struct MatmulArgs {
   const int8_t* xq = nullptr;
   const float* xd = nullptr;
   const int16_t* xbsums = nullptr;
+  // Q8_0/Q4_0 weights on the avx512 path: the same activations block-major, so that a tile's
+  // rows of one block are adjacent (a row pitch of 4 KB would put them in one L1 set): codes
+  // xq_blocked [cols / 32][M][32], scales xd_blocked [cols / 32][M], and the sum of each block's
+  // 32 codes, xsum_blocked [cols / 32][M].
+  const int8_t* xq_blocked = nullptr;
+  const float* xd_blocked = nullptr;
+  const int32_t* xsum_blocked = nullptr;
+  // Q8_0 weights on the avx512 path: the same weights in kernels/packed_weights.h's layout, or
+  // null. When set, row ranges start at multiples of kPackedRows.
+  const uint8_t* packed = nullptr;
 };
 
 // Computes y[m, r] for r in [row_begin, row_end) and every m.

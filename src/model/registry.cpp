@@ -38,6 +38,19 @@ void page_in(const gguf::File& file, const std::function<void(double)>& progress
   progress(1.0);
 }
 
+// The loader of the file's architecture; Unsupported naming it and the known ones otherwise.
+ArchLoader loader_for(const gguf::File& file) {
+  const std::string arch(file.get_string("general.architecture"));
+  auto it = registry().find(arch);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& [name, loader] : registry()) known += (known.empty() ? "" : ", ") + name;
+    throw Unsupported(
+        fmt::format("{}: unsupported architecture '{}' (supported: {})", file.path(), arch, known));
+  }
+  return it->second;
+}
+
 }  // namespace
 
 bool register_arch(std::string_view name, ArchLoader loader) {
@@ -46,23 +59,18 @@ bool register_arch(std::string_view name, ArchLoader loader) {
 }
 
 std::unique_ptr<Model> load_model(std::unique_ptr<gguf::File> file) {
-  const std::string arch(file->get_string("general.architecture"));
-  auto it = registry().find(arch);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& [name, loader] : registry()) known += (known.empty() ? "" : ", ") + name;
-    throw Unsupported(fmt::format("{}: unsupported architecture '{}' (supported: {})", file->path(),
-                                  arch, known));
-  }
-  return it->second(std::move(file));
+  const ArchLoader loader = loader_for(*file);
+  return loader(std::move(file));
 }
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& path,
                                   const std::function<void(double)>& progress) {
   auto file = gguf::File::open(path);
-  auto model = load_model(std::move(file));
-  page_in(model->file(), progress);
-  return model;
+  const ArchLoader loader = loader_for(*file);
+  // Before the loader: weights it packs for the kernels release their pages of the mapping, and
+  // touching them afterwards would bring the whole file back into the resident set.
+  page_in(*file, progress);
+  return loader(std::move(file));
 }
 
 }  // namespace augur::model

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "gguf/file.h"
 #include "gguf/types.h"
@@ -36,6 +37,10 @@ struct Matrix {
   const uint8_t* data = nullptr;  // [rows, row_bytes], owned by the gguf::File
   int64_t rows = 0, cols = 0;
   size_t row_bytes = 0;
+  // The same weights in the layout a SIMD kernel reads fastest (kernels/packed_weights.h), made
+  // at load for the path in use; null when every path reads `data`. Kernels of other paths, and
+  // everything that is not a matrix product, read `data`.
+  std::shared_ptr<const uint8_t> packed;
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
   // From a 2-D tensor (a 1-D tensor is a single row); throws FormatError naming the tensor for
   // rank > 2, Unsupported naming the tensor and its type when has_decoder(type) is false.

@@ -67,6 +67,32 @@ TEST(GgufFile, FromBytesReadsWhatOpenReads) {
   EXPECT_THROW((void)File::from_bytes("empty", {}), FormatError);
 }
 
+// release() is only a hint: the bytes of a released tensor read back unchanged, from the mapping
+// (through the page cache) and from the heap copy (which must keep its pages).
+TEST(GgufFile, ReleasedTensorDataReadsBackUnchanged) {
+  const auto path = testing::fixtures_dir() / "tiny-llama-Q8_0.gguf";
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  const auto mapped = File::open(path);
+  const auto copy = File::from_bytes("in-memory", bytes);
+  for (const File* f : {mapped.get(), copy.get()}) {
+    std::vector<std::vector<uint8_t>> before;
+    size_t released = 0;
+    for (const auto& t : f->tensors()) before.emplace_back(t.data, t.data + t.n_bytes);
+    for (const auto& t : f->tensors()) {
+      f->release(t.data, t.n_bytes);
+      released += t.n_bytes;
+    }
+    EXPECT_GT(released, size_t{3 * 4096}) << "the fixture must span whole pages";
+    f->release(nullptr, 0);  // outside the data: ignored
+    for (size_t i = 0; i < before.size(); ++i) {
+      const auto& t = f->tensors()[i];
+      EXPECT_EQ(std::memcmp(t.data, before[i].data(), t.n_bytes), 0) << f->path() << " " << t.name;
+    }
+  }
+}
+
 TEST(GgufFile, MissingTensorNamesIt) {
   auto f = File::open(testing::fixtures_dir() / "tiny-llama.gguf");
   try {

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/packed_weights.h"
 #include "kernels/quantize_activations.h"
 #include "tensor/matrix.h"
 #include "tensor/quantize.h"
@@ -425,14 +426,20 @@ std::string first_path_disagreement(const tensor::Matrix& w, ThreadPool* pools, 
       if (isa == Isa::kScalar) continue;
       set_isa_for_testing(isa);
       const auto& want = q8 && integer_order(isa) == IntegerOrder::kBlockSums ? blocks : scalar;
-      for (int p = 0; p < n_pools; ++p) {
-        std::vector<float> y(scalar.size(), NAN);
-        matmul(w, x.data(), M, y.data(), pools[p]);
-        if (std::memcmp(want.data(), y.data(), y.size() * 4) != 0) {
-          set_isa_for_testing(select_isa(nullptr));
-          return std::string(gguf::type_name(w.type)) + " " + std::string(isa_name(isa)) +
-                 " cols " + std::to_string(w.cols) + " rows " + std::to_string(w.rows) + " M " +
-                 std::to_string(M) + " threads " + std::to_string(pools[p].size());
+      // A path that reads a packed copy of the weights (Q8_0 on avx512) runs on both.
+      const tensor::Matrix packed = with_packed_weights(w);
+      for (const tensor::Matrix* m : {&w, &packed}) {
+        if (m == &packed && !packed.packed) continue;
+        for (int p = 0; p < n_pools; ++p) {
+          std::vector<float> y(scalar.size(), NAN);
+          matmul(*m, x.data(), M, y.data(), pools[p]);
+          if (std::memcmp(want.data(), y.data(), y.size() * 4) != 0) {
+            set_isa_for_testing(select_isa(nullptr));
+            return std::string(gguf::type_name(w.type)) + " " + std::string(isa_name(isa)) +
+                   (m == &packed ? " packed" : "") + " cols " + std::to_string(w.cols) + " rows " +
+                   std::to_string(w.rows) + " M " + std::to_string(M) + " threads " +
+                   std::to_string(pools[p].size());
+          }
         }
       }
     }
@@ -450,7 +457,9 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
     const bool k_quant = uses_q8_k_activations(type);
     for (int64_t cols :
          k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{32, 96, 320}) {
-      for (int64_t rows : {1, 7, 23}) {
+      // Q8_0 also in whole and partial groups of 16 packed rows, over three threads.
+      for (int64_t rows : type == TensorType::Q8_0 ? std::vector<int64_t>{1, 7, 16, 23, 48, 50}
+                                                   : std::vector<int64_t>{1, 7, 23}) {
         const auto w = make_weights(type, rows, cols, seed++);
         EXPECT_EQ(first_path_disagreement(w.matrix, pools, 3, seed), "");
       }

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "kernels/matmul.h"
 #include "model/blocks/ops.h"
+#include "model/blocks/weights.h"
 
 namespace augur::model::blocks {
 namespace {
@@ -44,9 +45,9 @@ MoeWeights load_moe_weights(const gguf::File& file, int layer, const HParams& hp
   const auto& up = checked_tensor(file, layer, "ffn_up_exps.weight", {n_embd, n_ff, n_expert});
   const auto& down = checked_tensor(file, layer, "ffn_down_exps.weight", {n_ff, n_embd, n_expert});
   for (int64_t expert = 0; expert < n_expert; ++expert) {
-    w.gate.push_back(tensor::Matrix::slice_of(gate, expert));
-    w.up.push_back(tensor::Matrix::slice_of(up, expert));
-    w.down.push_back(tensor::Matrix::slice_of(down, expert));
+    w.gate.push_back(packed_for_kernels(file, tensor::Matrix::slice_of(gate, expert)));
+    w.up.push_back(packed_for_kernels(file, tensor::Matrix::slice_of(up, expert)));
+    w.down.push_back(packed_for_kernels(file, tensor::Matrix::slice_of(down, expert)));
   }
   return w;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "kernels/packed_weights.h"
 
 namespace augur::model::blocks {
 namespace {
@@ -25,7 +26,14 @@ const gguf::TensorInfo& shaped_tensor(const gguf::File& file, const std::string&
 
 tensor::Matrix load_matrix(const gguf::File& file, const std::string& name, int64_t cols,
                            int64_t rows) {
-  return tensor::Matrix::from(shaped_tensor(file, name, {cols, rows}));
+  return packed_for_kernels(file, tensor::Matrix::from(shaped_tensor(file, name, {cols, rows})));
+}
+
+tensor::Matrix packed_for_kernels(const gguf::File& file, const tensor::Matrix& m) {
+  auto packed = kernels::with_packed_weights(m);
+  // The kernels read the packed copy: the mapped original need not stay resident.
+  if (packed.packed) file.release(packed.data, static_cast<size_t>(packed.rows) * packed.row_bytes);
+  return packed;
 }
 
 std::vector<float> load_vector(const gguf::File& file, const std::string& name, int64_t n) {
