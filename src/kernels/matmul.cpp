@@ -82,13 +82,14 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
   if ((w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0) &&
       isa == Isa::kAvx512) {
     const int64_t blocks = w.cols / 32;
-    codes_blocked.resize(codes.size());
-    scales_blocked.resize(static_cast<size_t>(M * blocks));
-    sums_blocked.resize(static_cast<size_t>(M * blocks));
+    const auto size = static_cast<size_t>(detail::blocked_size(M, blocks));
+    codes_blocked.resize(32 * size);
+    scales_blocked.resize(size);
+    sums_blocked.resize(size);
     for (int64_t m = 0; m < M; ++m) {
       for (int64_t s = 0; s < blocks; ++s) {
         const int8_t* from = codes.data() + m * w.cols + 32 * s;
-        const size_t to = static_cast<size_t>(s * M + m);
+        const auto to = static_cast<size_t>(detail::blocked_index(M, blocks, m, s));
         std::copy(from, from + 32, codes_blocked.data() + 32 * to);
         scales_blocked[to] = scales[static_cast<size_t>(m * blocks + s)];
         int32_t sum = 0;

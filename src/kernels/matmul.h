@@ -24,9 +24,10 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
 
 // Where the exact integer sums of Q8_0/Q4_0 weights times Q8_0 activations become floats on a
 // path: eight lane sums per block accumulated lane by lane (ggml's x86 AVX2 vec_dot, which
-// llama.cpp's reference logits in the fixtures use: scalar, avx2, avx512), or one sum per block
-// (ggml's reference vec_dot and its AMX kernels: amx, which is what lets AMX tiles do the
-// products). Each is batch-invariant; the two differ in the last bits of a dot product.
+// llama.cpp's reference logits in the fixtures use: scalar, avx2), or one sum per block (ggml's
+// reference vec_dot and its AMX kernels: avx512 and amx, which is what lets one register or tile
+// hold 16 weight rows' sums). Each is batch-invariant; the two differ in the last bits of a dot
+// product.
 enum class IntegerOrder { kLaneSums, kBlockSums };
 IntegerOrder integer_order(Isa isa);
 

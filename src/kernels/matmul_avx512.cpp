@@ -111,7 +111,7 @@ AUGUR_ALWAYS_INLINE void transpose_rows(const __m512i (&z)[8], __m512i (&w)[8]) 
 template <int kBias, int TM>
 AUGUR_ALWAYS_INLINE void accumulate_block(const MatmulArgs& a, const __m512i (&w)[8], __m512 dw,
                                           int64_t s, int64_t m0, __m512 (&acc)[TM]) {
-  const int64_t at = s * a.M + m0;
+  const int64_t at = blocked_index(a.M, a.cols / 32, m0, s);
   const int8_t* xq = a.xq_blocked + 32 * at;
   const float* xd = a.xd_blocked + at;
   const int32_t* xsums = a.xsum_blocked + at;

@@ -1,7 +1,7 @@
 // The block-sum order of Q8_0/Q4_0 weights times Q8_0 activations (matmul_kernels.h, "Two orders")
 // in portable code: per (weight row, activation row), acc = fma(float(block's exact int32 sum),
-// dw * dx, acc) in block order. Plain loops: it defines the arithmetic the AMX tiles must equal
-// bit for bit, and is not a dispatched path.
+// dw * dx, acc) in block order. Plain loops: it defines the arithmetic the AVX-512 and AMX kernels
+// must equal bit for bit, and is not a dispatched path.
 #include <cmath>
 #include <cstring>
 

@@ -26,10 +26,10 @@ struct MatmulArgs {
   const int8_t* xq = nullptr;
   const float* xd = nullptr;
   const int16_t* xbsums = nullptr;
-  // Q8_0/Q4_0 weights on the avx512 path: the same activations block-major, so that a tile's
-  // rows of one block are adjacent (a row pitch of 4 KB would put them in one L1 set): codes
-  // xq_blocked [cols / 32][M][32], scales xd_blocked [cols / 32][M], and the sum of each block's
-  // 32 codes, xsum_blocked [cols / 32][M].
+  // Q8_0/Q4_0 weights on the avx512 path: the same activations in tiles of 16 rows, block-major
+  // within a tile (blocked_index), so that what one tile reads of a block is adjacent and the
+  // whole tile is one contiguous run (rows a pitch of 4 KB apart would fall in one L1 set): codes
+  // xq_blocked (32 per index), scales xd_blocked and each block's code sum xsum_blocked.
   const int8_t* xq_blocked = nullptr;
   const float* xd_blocked = nullptr;
   const int32_t* xsum_blocked = nullptr;
@@ -38,11 +38,24 @@ struct MatmulArgs {
   const uint8_t* packed = nullptr;
 };
 
+// Activation rows per tile of the blocked activations, and the index of (row m, block s) among
+// M rows of `blocks` blocks: [M / 16 tiles][blocks][min(M, 16)].
+inline constexpr int64_t kBlockedTileRows = 16;
+inline int64_t blocked_index(int64_t M, int64_t blocks, int64_t m, int64_t s) {
+  const int64_t rows = M < kBlockedTileRows ? M : kBlockedTileRows;
+  return (m / kBlockedTileRows * blocks + s) * rows + m % kBlockedTileRows;
+}
+inline int64_t blocked_size(int64_t M, int64_t blocks) {
+  const int64_t rows = M < kBlockedTileRows ? M : kBlockedTileRows;
+  return (M + kBlockedTileRows - 1) / kBlockedTileRows * blocks * rows;
+}
+
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AVX-512 VNNI, F32/F16/BF16 to matmul_rows_float_avx512, Q4_K/Q5_K/Q6_K to
-// matmul_rows_kquant_avx512, Q5_0 to matmul_rows_avx2.
+// Q8_0/Q4_0 in AVX-512 VNNI, block sums (Q8_0 from `packed` when set), F32/F16/BF16 to
+// matmul_rows_float_avx512, Q4_K/Q5_K/Q6_K to matmul_rows_kquant_avx512, Q5_0 to
+// matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Q4_K/Q5_K/Q6_K only, in AVX-512 VNNI (matmul_kquant_avx512.cpp): bitwise the AVX2 kernel's
 // results.
@@ -51,18 +64,19 @@ void matmul_rows_kquant_avx512(const MatmulArgs& a, int64_t row_begin, int64_t r
 void matmul_rows_float_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // Two orders for Q8_0/Q4_0 weights times Q8_0 activations. Both take exact int32 sums of code
 // products and differ only in where they become floats:
-// - lane sums (scalar, avx2, avx512): per (weight row, activation row), eight float lanes, lane j
+// - lane sums (scalar, avx2): per (weight row, activation row), eight float lanes, lane j
 //   adding fma(dw * dx, sum of elements 4j..4j+3, lane j) block by block, summed at the end; ggml's
 //   x86 AVX2 vec_dot_q8_0_q8_0 operation for operation (what llama.cpp runs on the fixtures' CPU);
-// - block sums (amx): one float chain adding fma(float(sum of the block's 32 products), dw * dx,
-//   acc) block by block; ggml's reference vec_dot_q8_0_q8_0 / q4_0_q8_0 (with contraction) and its
-//   AMX kernels. One int32 per block is what lets AMX tiles do the products: lane sums would need
-//   eight tile products and stores per block (docs/kernels.md, "The AMX-INT8 path").
+// - block sums (avx512, amx): one float chain adding fma(float(sum of the block's 32 products),
+//   dw * dx, acc) block by block; ggml's reference vec_dot_q8_0_q8_0 / q4_0_q8_0 (with
+//   contraction) and its AMX kernels. One int32 per block is what lets AMX tiles do the products
+//   (lane sums would need eight tile products and stores per block) and one zmm hold 16 weight
+//   rows' sums (docs/kernels.md, "The AMX-INT8 path", "The AVX-512 path").
 // Each order is batch-invariant on its own; the two differ in the last bits.
 // Q8_0/Q4_0 in AMX-INT8 tiles, block sums, at every M; everything else to matmul_rows_avx512.
 void matmul_rows_amx(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// The block-sum order in portable code (Q8_0/Q4_0 only): the definition the amx path is tested
-// against bit for bit.
+// The block-sum order in portable code (Q8_0/Q4_0 only): the definition the avx512 and amx paths
+// are tested against bit for bit.
 void matmul_rows_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // For M > kMaxTileRows, weight rows are taken in chunks of about this many bytes: each chunk stays

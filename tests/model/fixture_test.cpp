@@ -20,8 +20,8 @@
 // after it. Free-running greedy must match up to the first step whose margin is below 2 x that
 // step's measured deviation (logits_atol, or more on a row so explained). A planted one-step
 // change of one weight must fail that check (PlantedWeightDefectIsNotExplainedAsARounding).
-// On a path that sums Q8_0/Q4_0 products per block (kernels::IntegerOrder::kBlockSums, the amx
-// path) instead of in the reference's eight lanes, rows are held exact up to the first departure,
+// On a path that sums Q8_0/Q4_0 products per block (kernels::IntegerOrder::kBlockSums, the avx512
+// and amx paths) instead of in the reference's eight lanes, rows are held exact up to the first departure,
 // which must be a near-tie, and within logits_atol_f32_engine after it; greedy must match up to
 // (not including) the first near-tie step.
 //
