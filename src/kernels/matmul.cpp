@@ -111,7 +111,8 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
                                              : detail::matmul_rows_scalar};
   // Captures one pointer, so std::function keeps it inline: no allocation per call.
   const Job* job_ptr = &job;
-  if (w.packed && isa == Isa::kAvx512 && w.type == gguf::TensorType::Q8_0) {
+  if (w.packed && isa == Isa::kAvx512 &&
+      (w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0)) {
     // Threads take whole groups of packed rows.
     args.packed = w.packed.get();
     pool.parallel_for((w.rows + kPackedRows - 1) / kPackedRows,

@@ -168,12 +168,14 @@ void block_sum_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
   }
 }
 
-template <class C, int TM = kMaxTm>
-void run_block_sum_tile(const MatmulArgs& a, int tm, int64_t row, int nr, int64_t m0) {
+// f.template operator()<TM>() with TM = tm, for 1 <= tm <= kMaxTm: each tile height runs a kernel
+// compiled for it.
+template <int TM = kMaxTm, class F>
+void with_tile_height(int tm, F&& f) {
   if constexpr (TM > 1) {
-    if (tm < TM) return run_block_sum_tile<C, TM - 1>(a, tm, row, nr, m0);
+    if (tm < TM) return with_tile_height<TM - 1>(tm, f);
   }
-  block_sum_tile<C, TM>(a, row, nr, m0);
+  f.template operator()<TM>();
 }
 
 template <class C>
@@ -182,7 +184,9 @@ void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
               "the avx512 integer kernels need the activation block sums");
   for_each_tile(
       a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },
-      [&a](int tm, int64_t row, int nr, int64_t m0) { run_block_sum_tile<C>(a, tm, row, nr, m0); });
+      [&a](int tm, int64_t row, int nr, int64_t m0) {
+        with_tile_height(tm, [&]<int TM>() { block_sum_tile<C, TM>(a, row, nr, m0); });
+      });
 }
 
 // How far ahead of the kernel the packed stream is prefetched: without it the stream fell to
@@ -190,54 +194,75 @@ void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 // ahead got most of it back, 8 KB all of it (a 570 MB matrix, 2 threads: M = 16 in 1.25x the
 // time of M = 1).
 constexpr int kPackedAhead = 8192;
+// Readers of kernels/packed_weights.h's layouts: w[j] = codes 4j..4j+3 + kBias of the group's
+// 16 rows of one block.
+struct PackedQ8_0 {
+  static constexpr int kCodeBytes = 512;
+  static constexpr int kBias = 128;
+  AUGUR_ALWAYS_INLINE static void load(const uint8_t* c, __m512i (&w)[8]) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(c + 64 * j);
+  }
+};
+
+struct PackedQ4_0 {
+  static constexpr int kCodeBytes = 256;
+  static constexpr int kBias = 8;
+  // Register k holds elements 4k..4k+3 in its low nibbles and 4k+16..4k+19 in its high ones.
+  AUGUR_ALWAYS_INLINE static void load(const uint8_t* c, __m512i (&w)[8]) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i bytes = _mm512_load_si512(c + 64 * k);
+      w[k] = _mm512_and_si512(bytes, low);
+      w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+    }
+  }
+};
+
 // block_sum_tile over kernels/packed_weights.h's layout: rows row .. row + nr - 1 of a packed
 // group (row a multiple of 16), the codes and scales read in order from one stream each.
-template <int TM>
+template <class P, int TM>
 void packed_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
   const int64_t blocks = a.cols / 32, groups = (a.rows + kTileRows - 1) / kTileRows;
-  const uint8_t* codes = a.packed + (row / kTileRows) * blocks * 32 * kTileRows;
+  const uint8_t* codes = a.packed + (row / kTileRows) * blocks * P::kCodeBytes;
   const uint8_t* scales =
-      a.packed + (groups * blocks * 32 + (row / kTileRows) * blocks * 2) * kTileRows;
+      a.packed + groups * blocks * P::kCodeBytes + (row / kTileRows) * blocks * 2 * kTileRows;
   __m512 acc[TM];
 #pragma GCC unroll 16
   for (int m = 0; m < TM; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t s = 0; s < blocks; ++s) {
-    const uint8_t* c = codes + s * 32 * kTileRows;
+    const uint8_t* c = codes + s * P::kCodeBytes;
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < P::kCodeBytes / 64; ++j) {
       _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, _MM_HINT_T0);
     }
-    // The scales advance 32 bytes per block, 1/16 of the codes' pace.
+    // The scales advance 32 bytes per block, at 32 / kCodeBytes of the codes' pace.
     if (s % 2 == 0) {
-      _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) + kPackedAhead / 16,
+      _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) +
+                       kPackedAhead * 32 / P::kCodeBytes,
                    _MM_HINT_T0);
     }
     __m512i w[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(c + 64 * j);
+    P::load(c, w);
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_load_si256(reinterpret_cast<const __m256i*>(scales + s * 2 * kTileRows)));
-    accumulate_block<UnsignedQ8_0::kBias, TM>(a, w, dw, s, m0, acc);
+    accumulate_block<P::kBias, TM>(a, w, dw, s, m0, acc);
   }
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
 #pragma GCC unroll 16
   for (int m = 0; m < TM; ++m) _mm512_mask_storeu_ps(a.y + (m0 + m) * a.rows + row, live, acc[m]);
 }
 
-template <int TM = kMaxTm>
-void run_packed_tile(const MatmulArgs& a, int tm, int64_t row, int nr, int64_t m0) {
-  if constexpr (TM > 1) {
-    if (tm < TM) return run_packed_tile<TM - 1>(a, tm, row, nr, m0);
-  }
-  packed_tile<TM>(a, row, nr, m0);
-}
-
+template <class P>
 void run_packed(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   AUGUR_CHECK(a.xsum_blocked != nullptr && row_begin % kTileRows == 0,
               "packed rows need the activation block sums and whole groups");
   for_each_tile(
       a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },
-      [&a](int tm, int64_t row, int nr, int64_t m0) { run_packed_tile(a, tm, row, nr, m0); });
+      [&a](int tm, int64_t row, int nr, int64_t m0) {
+        with_tile_height(tm, [&]<int TM>() { packed_tile<P, TM>(a, row, nr, m0); });
+      });
 }
 
 }  // namespace
@@ -245,9 +270,11 @@ void run_packed(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.type) {
     case TensorType::Q8_0:
-      return a.packed != nullptr ? run_packed(a, row_begin, row_end)
+      return a.packed != nullptr ? run_packed<PackedQ8_0>(a, row_begin, row_end)
                                  : run_block_sums<UnsignedQ8_0>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run_block_sums<UnsignedQ4_0>(a, row_begin, row_end);
+    case TensorType::Q4_0:
+      return a.packed != nullptr ? run_packed<PackedQ4_0>(a, row_begin, row_end)
+                                 : run_block_sums<UnsignedQ4_0>(a, row_begin, row_end);
     case TensorType::F32:
     case TensorType::F16:
     case TensorType::BF16: return matmul_rows_float_avx512(a, row_begin, row_end);

@@ -33,8 +33,8 @@ struct MatmulArgs {
   const int8_t* xq_blocked = nullptr;
   const float* xd_blocked = nullptr;
   const int32_t* xsum_blocked = nullptr;
-  // Q8_0 weights on the avx512 path: the same weights in kernels/packed_weights.h's layout, or
-  // null. When set, row ranges start at multiples of kPackedRows.
+  // Q8_0/Q4_0 weights on the avx512 path: the same weights in kernels/packed_weights.h's layout,
+  // or null. When set, row ranges start at multiples of kPackedRows.
   const uint8_t* packed = nullptr;
 };
 
@@ -53,7 +53,7 @@ inline int64_t blocked_size(int64_t M, int64_t blocks) {
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
 void matmul_rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// Q8_0/Q4_0 in AVX-512 VNNI, block sums (Q8_0 from `packed` when set), F32/F16/BF16 to
+// Q8_0/Q4_0 in AVX-512 VNNI, block sums (from `packed` when set), F32/F16/BF16 to
 // matmul_rows_float_avx512, Q4_K/Q5_K/Q6_K to matmul_rows_kquant_avx512, Q5_0 to
 // matmul_rows_avx2.
 void matmul_rows_avx512(const MatmulArgs& a, int64_t row_begin, int64_t row_end);

@@ -12,30 +12,45 @@
 
 namespace augur::kernels {
 
-size_t packed_q8_0_bytes(int64_t rows, int64_t cols) {
-  const int64_t groups = (rows + kPackedRows - 1) / kPackedRows;
-  return static_cast<size_t>(groups * (cols / 32)) * (32 * kPackedRows + 2 * kPackedRows);
+size_t packed_code_bytes(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::Q8_0: return 32 * kPackedRows;
+    case gguf::TensorType::Q4_0: return 16 * kPackedRows;
+    default: return 0;
+  }
 }
 
-void pack_q8_0(const tensor::Matrix& w, uint8_t* out) {
-  AUGUR_CHECK(w.type == gguf::TensorType::Q8_0, "pack_q8_0 takes Q8_0 weights");
+size_t packed_bytes(gguf::TensorType type, int64_t rows, int64_t cols) {
+  const int64_t groups = (rows + kPackedRows - 1) / kPackedRows;
+  return static_cast<size_t>(groups * (cols / 32)) * (packed_code_bytes(type) + 2 * kPackedRows);
+}
+
+void pack_rows(const tensor::Matrix& w, uint8_t* out) {
+  const size_t code_bytes = packed_code_bytes(w.type);
+  AUGUR_CHECK(code_bytes > 0, "pack_rows takes Q8_0 or Q4_0 weights");
+  const bool q8_0 = w.type == gguf::TensorType::Q8_0;
+  const size_t block_bytes = gguf::traits(w.type).block_bytes;
   const int64_t blocks = w.cols / 32, groups = (w.rows + kPackedRows - 1) / kPackedRows;
   uint8_t* codes = out;
-  uint8_t* scales = out + groups * blocks * 32 * kPackedRows;
+  uint8_t* scales = out + groups * blocks * code_bytes;
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t s = 0; s < blocks; ++s) {
-      uint8_t* c = codes + (g * blocks + s) * 32 * kPackedRows;
+      uint8_t* c = codes + (g * blocks + s) * code_bytes;
       uint8_t* d = scales + (g * blocks + s) * 2 * kPackedRows;
       for (int i = 0; i < kPackedRows; ++i) {
         const int64_t r = g * kPackedRows + i;
-        // Padding rows: scale 0 and codes 0 (stored as 128).
-        tensor::BlockQ8_0 block{};
-        if (r < w.rows) std::memcpy(&block, w.row(r) + sizeof block * s, sizeof block);
-        std::memcpy(d + 2 * i, &block.d, 2);
-        for (int j = 0; j < 8; ++j) {
+        // Padding rows: scale 0 and codes 0 (Q8_0: stored as 128; Q4_0: nibbles 8).
+        uint8_t block[sizeof(tensor::BlockQ8_0)] = {};
+        if (r < w.rows) {
+          std::memcpy(block, w.row(r) + block_bytes * s, block_bytes);
+        } else if (!q8_0) {
+          std::memset(block + 2, 0x88, 16);
+        }
+        std::memcpy(d + 2 * i, block, 2);
+        for (size_t j = 0; j < code_bytes / 64; ++j) {
           uint32_t word;
-          std::memcpy(&word, block.qs + 4 * j, 4);
-          word ^= 0x80808080u;
+          std::memcpy(&word, block + 2 + 4 * j, 4);
+          if (q8_0) word ^= 0x80808080u;
           std::memcpy(c + 64 * j + 4 * i, &word, 4);
         }
       }
@@ -44,7 +59,7 @@ void pack_q8_0(const tensor::Matrix& w, uint8_t* out) {
 }
 
 tensor::Matrix with_packed_weights(tensor::Matrix w) {
-  if (w.type != gguf::TensorType::Q8_0 || current_isa() != Isa::kAvx512 || w.rows == 0 ||
+  if (packed_code_bytes(w.type) == 0 || current_isa() != Isa::kAvx512 || w.rows == 0 ||
       w.cols == 0) {
     return w;
   }
@@ -52,7 +67,7 @@ tensor::Matrix with_packed_weights(tensor::Matrix w) {
   // per 4 KB while packing (half the load time of zoo-wide) and a TLB miss every 4 KB of the
   // stream.
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t bytes = packed_q8_0_bytes(w.rows, w.cols);
+  const size_t bytes = packed_bytes(w.type, w.rows, w.cols);
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
   const size_t capacity = (bytes + align - 1) / align * align;
   auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(align, capacity));
@@ -60,7 +75,7 @@ tensor::Matrix with_packed_weights(tensor::Matrix w) {
   if (align == kHugePage) ::madvise(buffer, capacity, MADV_HUGEPAGE);
   w.packed = std::shared_ptr<const uint8_t>(
       buffer, [](const uint8_t* p) { std::free(const_cast<uint8_t*>(p)); });
-  pack_q8_0(w, buffer);
+  pack_rows(w, buffer);
   return w;
 }
 

@@ -12,20 +12,24 @@
 
 namespace augur::kernels {
 
-// The packed Q8_0 layout: rows in groups of 16 (the last padded with zero rows); for group g and
-// block s of `blocks` per row,
-// - codes at byte (g * blocks + s) * 512: eight 64-byte registers, register j holding codes
-//   4j..4j+3 of row 16g + i in dword i, each as an unsigned byte (code + 128, what vpdpbusd
-//   multiplies by signed activation codes);
-// - scales at byte groups * blocks * 512 + (g * blocks + s) * 32: the 16 rows' fp16 block scales.
+// The packed layouts: rows in groups of 16 (the last padded with zero rows); for group g and block
+// s of `blocks` per row, `code_bytes` (packed_code_bytes) of codes at byte
+// (g * blocks + s) * code_bytes, in 64-byte registers whose dword i belongs to row 16g + i, and
+// the 16 rows' fp16 block scales at byte groups * blocks * code_bytes + (g * blocks + s) * 32.
+// - Q8_0: eight registers, register j holding codes 4j..4j+3 as unsigned bytes (code + 128, what
+//   vpdpbusd multiplies by signed activation codes);
+// - Q4_0: four registers, register k holding the block's packed bytes 4k..4k+3 (elements 4k..4k+3
+//   in the low nibbles, 4k+16..4k+19 in the high ones; each nibble is code + 8).
 inline constexpr int kPackedRows = 16;
-size_t packed_q8_0_bytes(int64_t rows, int64_t cols);
-// Writes w (Q8_0) in the packed layout to out (packed_q8_0_bytes(w.rows, w.cols) bytes).
-void pack_q8_0(const tensor::Matrix& w, uint8_t* out);
+// Code bytes per group and block for a type with a packed layout (Q8_0, Q4_0), else 0.
+size_t packed_code_bytes(gguf::TensorType type);
+size_t packed_bytes(gguf::TensorType type, int64_t rows, int64_t cols);
+// Writes w (Q8_0 or Q4_0) in its packed layout to out (packed_bytes(...) bytes).
+void pack_rows(const tensor::Matrix& w, uint8_t* out);
 
-// w with `packed` set when the kernel path in use reads a packed layout of its type (Q8_0 on
-// avx512), else w unchanged. A matrix packed for one path still runs on every other path, which
-// reads `data`.
+// w with `packed` set when the kernel path in use reads a packed layout of its type (Q8_0 and
+// Q4_0 on avx512), else w unchanged. A matrix packed for one path still runs on every other path,
+// which reads `data`.
 tensor::Matrix with_packed_weights(tensor::Matrix w);
 
 }  // namespace augur::kernels

@@ -426,7 +426,7 @@ std::string first_path_disagreement(const tensor::Matrix& w, ThreadPool* pools, 
       if (isa == Isa::kScalar) continue;
       set_isa_for_testing(isa);
       const auto& want = q8 && integer_order(isa) == IntegerOrder::kBlockSums ? blocks : scalar;
-      // A path that reads a packed copy of the weights (Q8_0 on avx512) runs on both.
+      // A path that reads a packed copy of the weights (Q8_0/Q4_0 on avx512) runs on both.
       const tensor::Matrix packed = with_packed_weights(w);
       for (const tensor::Matrix* m : {&w, &packed}) {
         if (m == &packed && !packed.packed) continue;
@@ -457,9 +457,10 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
     const bool k_quant = uses_q8_k_activations(type);
     for (int64_t cols :
          k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{32, 96, 320}) {
-      // Q8_0 also in whole and partial groups of 16 packed rows, over three threads.
-      for (int64_t rows : type == TensorType::Q8_0 ? std::vector<int64_t>{1, 7, 16, 23, 48, 50}
-                                                   : std::vector<int64_t>{1, 7, 23}) {
+      // Q8_0 and Q4_0 also in whole and partial groups of 16 packed rows, over three threads.
+      const bool packs = type == TensorType::Q8_0 || type == TensorType::Q4_0;
+      for (int64_t rows :
+           packs ? std::vector<int64_t>{1, 7, 16, 23, 48, 50} : std::vector<int64_t>{1, 7, 23}) {
         const auto w = make_weights(type, rows, cols, seed++);
         EXPECT_EQ(first_path_disagreement(w.matrix, pools, 3, seed), "");
       }
