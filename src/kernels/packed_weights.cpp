@@ -2,9 +2,13 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
+#include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/isa.h"
@@ -25,15 +29,17 @@ size_t packed_bytes(gguf::TensorType type, int64_t rows, int64_t cols) {
   return static_cast<size_t>(groups * (cols / 32)) * (packed_code_bytes(type) + 2 * kPackedRows);
 }
 
-void pack_rows(const tensor::Matrix& w, uint8_t* out) {
+namespace {
+
+// Groups [group_begin, group_end) of pack_rows.
+void pack_groups(const tensor::Matrix& w, uint8_t* out, int64_t group_begin, int64_t group_end) {
   const size_t code_bytes = packed_code_bytes(w.type);
-  AUGUR_CHECK(code_bytes > 0, "pack_rows takes Q8_0 or Q4_0 weights");
   const bool q8_0 = w.type == gguf::TensorType::Q8_0;
   const size_t block_bytes = gguf::traits(w.type).block_bytes;
   const int64_t blocks = w.cols / 32, groups = (w.rows + kPackedRows - 1) / kPackedRows;
   uint8_t* codes = out;
   uint8_t* scales = out + groups * blocks * code_bytes;
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = group_begin; g < group_end; ++g) {
     for (int64_t s = 0; s < blocks; ++s) {
       uint8_t* c = codes + (g * blocks + s) * code_bytes;
       uint8_t* d = scales + (g * blocks + s) * 2 * kPackedRows;
@@ -56,6 +62,28 @@ void pack_rows(const tensor::Matrix& w, uint8_t* out) {
       }
     }
   }
+}
+
+}  // namespace
+
+void pack_rows(const tensor::Matrix& w, uint8_t* out, int threads) {
+  AUGUR_CHECK(packed_code_bytes(w.type) > 0, "pack_rows takes Q8_0 or Q4_0 weights");
+  const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;
+  if (threads <= 0) {
+    // Large matrices by every core: most of the time goes to the kernel zeroing each fresh page
+    // on first touch, which runs on the touching thread.
+    constexpr size_t kAlone = size_t{8} << 20;
+    threads = packed_bytes(w.type, w.rows, w.cols) < kAlone
+                  ? 1
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  const auto n = static_cast<int64_t>(std::min<int64_t>(threads, groups));
+  std::vector<std::thread> team;
+  for (int64_t t = 1; t < n; ++t) {
+    team.emplace_back(pack_groups, std::cref(w), out, groups * t / n, groups * (t + 1) / n);
+  }
+  pack_groups(w, out, 0, n > 1 ? groups / n : groups);
+  for (auto& thread : team) thread.join();
 }
 
 tensor::Matrix with_packed_weights(tensor::Matrix w) {

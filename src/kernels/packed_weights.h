@@ -24,8 +24,9 @@ inline constexpr int kPackedRows = 16;
 // Code bytes per group and block for a type with a packed layout (Q8_0, Q4_0), else 0.
 size_t packed_code_bytes(gguf::TensorType type);
 size_t packed_bytes(gguf::TensorType type, int64_t rows, int64_t cols);
-// Writes w (Q8_0 or Q4_0) in its packed layout to out (packed_bytes(...) bytes).
-void pack_rows(const tensor::Matrix& w, uint8_t* out);
+// Writes w (Q8_0 or Q4_0) in its packed layout to out (packed_bytes(...) bytes), split over
+// `threads` threads (0: one below 8 MB, else one per core); the bytes do not depend on it.
+void pack_rows(const tensor::Matrix& w, uint8_t* out, int threads = 0);
 
 // w with `packed` set when the kernel path in use reads a packed layout of its type (Q8_0 and
 // Q4_0 on avx512), else w unchanged. A matrix packed for one path still runs on every other path,

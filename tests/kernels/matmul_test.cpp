@@ -468,6 +468,25 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
   }
 }
 
+// The packer splits groups of rows over threads for large matrices: the same bytes, every byte
+// written, whatever the thread count (buffers start filled with a value no packed byte needs).
+TEST(Matmul, PackedWeightsAreTheSameOnAnyThreadCount) {
+  uint32_t seed = 700;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    for (int64_t rows : {1, 16, 50, 97}) {
+      const auto w = make_weights(type, rows, 96, seed++);
+      const size_t bytes = packed_bytes(type, rows, 96);
+      std::vector<uint8_t> one(bytes, 0xA5);
+      pack_rows(w.matrix, one.data(), 1);
+      for (int threads : {0, 2, 3, 8}) {
+        std::vector<uint8_t> many(bytes, 0x5A);
+        pack_rows(w.matrix, many.data(), threads);
+        EXPECT_EQ(one, many) << gguf::type_name(type) << " rows " << rows << " threads " << threads;
+      }
+    }
+  }
+}
+
 // Scales that reach the int16 and int32 limits of the K-quant kernels: every code and scale at its
 // maximum, activations at +-127 (one large value per super-block sets the scale), mixed signs.
 TEST(Matmul, KQuantKernelsAgreeAtExtremeCodesAndScales) {
