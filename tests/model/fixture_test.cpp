@@ -21,9 +21,9 @@
 // step's measured deviation (logits_atol, or more on a row so explained). A planted one-step
 // change of one weight must fail that check (PlantedWeightDefectIsNotExplainedAsARounding).
 // On a path that sums Q8_0/Q4_0 products per block (kernels::IntegerOrder::kBlockSums, the avx512
-// and amx paths) instead of in the reference's eight lanes, rows are held exact up to the first departure,
-// which must be a near-tie, and within logits_atol_f32_engine after it; greedy must match up to
-// (not including) the first near-tie step.
+// and amx paths) instead of in the reference's eight lanes, rows are held exact up to the first
+// departure, which must be a near-tie, and within logits_atol_f32_engine after it; greedy must
+// match up to (not including) the first near-tie step.
 //
 // Measured on 2026-12-03 (rows within 1e-3 with no flip, max |augur - llama.cpp|, flips needed,
 // greedy tokens matching of 48 per prompt):
