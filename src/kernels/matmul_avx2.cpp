@@ -113,11 +113,40 @@ struct CodesQ5_0 {
   }
 };
 
+// The block scale products dw * dx of weight row r and activation row m for the eight blocks from
+// s0, as float vectors: one vcvtph2ps and one multiply per eight blocks instead of a conversion and
+// a multiply per block (the kernel then broadcasts each from memory, which costs no ALU slot).
+// The products are the same floats either way, so rows stay bitwise equal to the per-block form.
+template <class C, int TM, int NR>
+AUGUR_ALWAYS_INLINE void scale_products(const uint8_t* w0, size_t row_bytes, const float* xd,
+                                        int64_t ldd, int64_t s0, float (*out)[TM][8]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    const uint8_t* row = w0 + r * row_bytes;
+    const __m128i halves = _mm_setr_epi16(static_cast<short>(load_u16(C::block(row, s0))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 1))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 2))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 3))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 4))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 5))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 6))),
+                                          static_cast<short>(load_u16(C::block(row, s0 + 7))));
+    const __m256 dw = _mm256_cvtph_ps(halves);
+#pragma GCC unroll 8
+    for (int m = 0; m < TM; ++m) {
+      _mm256_store_ps(out[r][m], _mm256_mul_ps(dw, _mm256_loadu_ps(xd + m * ldd + s0)));
+    }
+  }
+}
+
 // y[m * ldy + r] = dot(weight row r, Q8_0 activation row m) for r < NR, m < TM, as llama.cpp's
 // AVX2 vec_dot_q8_0_q8_0 / vec_dot_q4_0_q8_0 compute it: per block, eight exact int32 lane sums
 // (lane j = elements 4j..4j+3) become floats and are accumulated as acc = fma(dw * dx, sums, acc);
 // the eight lanes are summed once at the end. One chain per (r, m) pair in block order, whatever
-// TM and NR are, so the result is batch-invariant like the float kernel's.
+// TM and NR are, so the result is batch-invariant like the float kernel's. With two or more
+// activation rows the scale products come eight blocks at a time (scale_products): measured on a
+// 71 MB Q8_0 matrix, 2 threads, 4 rows, AMD EPYC (Zen 3), 15-25 % less time per call; a single
+// row is bound by memory and keeps the per-block form.
 template <class C, int TM, int NR>
 void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
                      const float* xd, int64_t ldx, float* y, int64_t ldy) {
@@ -129,14 +158,14 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
   }
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks = cols / 32, ldd = ldx / 32;
-  for (int64_t s = 0; s < blocks; ++s) {
+  // Block s's products for every (r, m) pair, given its scale product d(r, m).
+  const auto block = [&](int64_t s, auto&& d) __attribute__((always_inline)) {
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t* block = C::block(w0 + r * row_bytes, s);
-      prefetch_ahead(block);
-      const __m256i q = C::codes(block);
+      const uint8_t* b = C::block(w0 + r * row_bytes, s);
+      prefetch_ahead(b);
+      const __m256i q = C::codes(b);
       const __m256i magnitude = _mm256_sign_epi8(q, q);  // |q| as unsigned bytes
-      const __m256 dw = _mm256_set1_ps(half_to_float(block));
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
         const __m256i x =
@@ -144,10 +173,30 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
         // |q| * (x with q's sign) = q * x; pairs of products fit int16 (|q|, |x| <= 128, 127).
         const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, q));
         const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-        const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(xd + m * ldd + s));
-        acc[r][m] = _mm256_fmadd_ps(d, sums, acc[r][m]);
+        acc[r][m] = _mm256_fmadd_ps(d(b, r, m), sums, acc[r][m]);
       }
     }
+  };
+  int64_t s = 0;
+  if constexpr (TM >= 2) {
+    alignas(32) float products[NR][TM][8];
+    for (; s + 8 <= blocks; s += 8) {
+      scale_products<C, TM, NR>(w0, row_bytes, xd, ldd, s, products);
+#pragma GCC unroll 2
+      for (int k = 0; k < 8; ++k) {
+        block(
+            s + k, [&](const uint8_t*, int r, int m) __attribute__((always_inline)) {
+              return _mm256_broadcast_ss(&products[r][m][k]);
+            });
+      }
+    }
+  }
+  for (; s < blocks; ++s) {
+    block(
+        s, [&](const uint8_t* b, int, int m) __attribute__((always_inline)) {
+          return _mm256_mul_ps(_mm256_set1_ps(half_to_float(b)),
+                               _mm256_broadcast_ss(xd + m * ldd + s));
+        });
   }
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {

@@ -456,7 +456,7 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
                           TensorType::Q5_K, TensorType::Q6_K}) {
     const bool k_quant = uses_q8_k_activations(type);
     for (int64_t cols :
-         k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{32, 96, 320}) {
+         k_quant ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{32, 96, 320, 512}) {
       // Q8_0 and Q4_0 also in whole and partial groups of 16 packed rows, over three threads.
       const bool packs = type == TensorType::Q8_0 || type == TensorType::Q4_0;
       for (int64_t rows :
