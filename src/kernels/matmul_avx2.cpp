@@ -144,9 +144,10 @@ AUGUR_ALWAYS_INLINE void scale_products(const uint8_t* w0, size_t row_bytes, con
 // (lane j = elements 4j..4j+3) become floats and are accumulated as acc = fma(dw * dx, sums, acc);
 // the eight lanes are summed once at the end. One chain per (r, m) pair in block order, whatever
 // TM and NR are, so the result is batch-invariant like the float kernel's. With two or more
-// activation rows the scale products come eight blocks at a time (scale_products): measured on a
-// 71 MB Q8_0 matrix, 2 threads, 4 rows, AMD EPYC (Zen 3), 15-25 % less time per call; a single
-// row is bound by memory and keeps the per-block form.
+// activation rows the scale products come eight blocks at a time (scale_products): on zoo-wide
+// Q8_0, AMD EPYC Zen 3, 2 threads, best of 15, T_V(4) 27.6-28.3 ms against 29.5-36.1 and T_V(8)
+// 49-52 against 54-71 (docs/kernels.md); a single row is bound by memory and keeps the per-block
+// form.
 template <class C, int TM, int NR>
 void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
                      const float* xd, int64_t ldx, float* y, int64_t ldy) {
