@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -465,6 +466,38 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
         EXPECT_EQ(first_path_disagreement(w.matrix, pools, 3, seed), "");
       }
     }
+  }
+}
+
+// A matrix of 8 MB and more is handed to the threads in chunks from a shared counter (matmul.cpp,
+// for_row_chunks): every row computed exactly once, the same bits on any thread count as on one
+// thread, on every path, with a last chunk that is partial.
+TEST(Matmul, StreamedMatricesGiveTheSameBitsOnAnyThreadCount) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  uint32_t seed = 1300;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
+    // Above 8 MB in both types; 2100 rows leave a partial chunk and a partial group of 16.
+    const int64_t cols = type == TensorType::Q8_0 ? 4096 : 8192, rows = 2100;
+    const auto weights = make_weights(type, rows, cols, seed++);
+    const auto w = with_packed_weights(weights.matrix);
+    ASSERT_GE(static_cast<size_t>(rows) * w.row_bytes, size_t{8} << 20);
+    for (Isa isa : supported_isas()) {
+      if (isa == Isa::kScalar) continue;  // the portable path is covered on small matrices
+      set_isa_for_testing(isa);
+      for (int64_t M : {1, 5}) {
+        const auto x = random_activations(M, cols, seed++);
+        std::vector<float> one(static_cast<size_t>(M * rows));
+        matmul(w, x.data(), M, one.data(), pools[0]);
+        for (auto& pool : pools) {
+          std::vector<float> y(one.size(), std::numeric_limits<float>::quiet_NaN());
+          matmul(w, x.data(), M, y.data(), pool);
+          EXPECT_EQ(std::memcmp(y.data(), one.data(), y.size() * sizeof(float)), 0)
+              << gguf::type_name(type) << " " << isa_name(isa) << " M " << M << " threads "
+              << pool.size();
+        }
+      }
+    }
+    set_isa_for_testing(select_isa(nullptr));
   }
 }
 
