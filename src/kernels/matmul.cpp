@@ -29,9 +29,9 @@ void for_row_chunks(ThreadPool& pool, int64_t n, size_t row_bytes, int64_t granu
   constexpr size_t kStreamed = size_t{8} << 20;
   const int64_t threads = pool.size();
   const bool streamed = static_cast<size_t>(n) * row_bytes >= kStreamed && threads > 1;
-  // Chunks of a multiple of 16 rows keep every tile shape's row blocks whole.
+  // Chunks of a multiple of 16 rows (at least 16) keep every tile shape's row blocks whole.
   const int64_t chunk =
-      streamed ? std::max<int64_t>(granule, n / (8 * threads) / 16 * 16) : granule;
+      streamed ? std::max<int64_t>({granule, 16, n / (8 * threads) / 16 * 16}) : granule;
   std::atomic<int64_t> next{0};
   const struct {
     const Rows* rows;

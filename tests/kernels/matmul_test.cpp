@@ -475,9 +475,12 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
 TEST(Matmul, StreamedMatricesGiveTheSameBitsOnAnyThreadCount) {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   uint32_t seed = 1300;
-  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0}) {
-    // Above 8 MB in both types; 2100 rows leave a partial chunk and a partial group of 16.
-    const int64_t cols = type == TensorType::Q8_0 ? 4096 : 8192, rows = 2100;
+  // Above 8 MB each. 2100 rows leave a partial chunk and a partial group of 16; 40 rows of 200704
+  // columns make chunks of the smallest size, 16 rows, and a last one of 8.
+  const std::tuple<TensorType, int64_t, int64_t> shapes[] = {{TensorType::Q8_0, 2100, 4096},
+                                                             {TensorType::Q4_0, 2100, 8192},
+                                                             {TensorType::Q8_0, 40, 200704}};
+  for (const auto& [type, rows, cols] : shapes) {
     const auto weights = make_weights(type, rows, cols, seed++);
     const auto w = with_packed_weights(weights.matrix);
     ASSERT_GE(static_cast<size_t>(rows) * w.row_bytes, size_t{8} << 20);
