@@ -55,6 +55,32 @@ void for_row_chunks(ThreadPool& pool, int64_t n, size_t row_bytes, int64_t granu
   });
 }
 
+// Where the avx512 path reads Q8_0 activations (matmul_kernels.h, xq_blocked ...).
+struct Blocked {
+  int8_t* codes;  // null: not wanted
+  float* scales;
+  int32_t* bias;
+  int32_t weight_bias;
+};
+
+// Copies rows [begin, end) of M quantized activation rows (codes [M, cols], scales [M, cols / 32])
+// into the blocked layout, with each block's bias correction -weight_bias * (sum of its codes).
+void block_rows(const int8_t* codes, const float* scales, int64_t M, int64_t cols, int64_t begin,
+                int64_t end, const Blocked& to) {
+  const int64_t blocks = cols / 32;
+  for (int64_t m = begin; m < end; ++m) {
+    for (int64_t s = 0; s < blocks; ++s) {
+      const int8_t* from = codes + m * cols + 32 * s;
+      const int64_t at = detail::blocked_index(M, blocks, m, s);
+      std::copy(from, from + 32, to.codes + 32 * at);
+      to.scales[at] = scales[m * blocks + s];
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) sum += from[i];
+      to.bias[at] = -to.weight_bias * sum;
+    }
+  }
+}
+
 }  // namespace
 
 IntegerOrder integer_order(Isa isa) {
@@ -83,8 +109,15 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<float> scales;
   thread_local std::vector<int16_t> bsums;
+  // The avx512 path reads Q8_0 activations block-major with their bias corrections
+  // (matmul_kernels.h), written by the same job right after each row range is quantized.
+  thread_local std::vector<int8_t> codes_blocked;
+  thread_local std::vector<float> scales_blocked;
+  thread_local std::vector<int32_t> bias_blocked;
   const Isa isa = current_isa();
   const bool q8_0 = uses_q8_activations(w.type), q8_k = uses_q8_k_activations(w.type);
+  const bool blocked =
+      (w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0) && isa == Isa::kAvx512;
   if (q8_0 || q8_k) {
     const int64_t block = q8_0 ? 32 : 256;
     codes.resize(static_cast<size_t>(M * w.cols));
@@ -93,17 +126,38 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     args.xq = codes.data();
     args.xd = scales.data();
     args.xbsums = q8_k ? bsums.data() : nullptr;
+    if (blocked) {
+      const auto size = static_cast<size_t>(detail::blocked_size(M, w.cols / 32));
+      codes_blocked.resize(32 * size);
+      scales_blocked.resize(size);
+      bias_blocked.resize(size);
+      args.xq_blocked = codes_blocked.data();
+      args.xd_blocked = scales_blocked.data();
+      args.xbias_blocked = bias_blocked.data();
+    }
     const struct {
       const float* x;
       int8_t* codes;
       float* scales;
       int16_t* bsums;
-      int64_t cols, block;
-    } rows{x, codes.data(), scales.data(), args.xbsums ? bsums.data() : nullptr, w.cols, block};
+      int64_t M, cols, block;
+      Blocked blocked;
+    } rows{x,
+           codes.data(),
+           scales.data(),
+           args.xbsums ? bsums.data() : nullptr,
+           M,
+           w.cols,
+           block,
+           {blocked ? codes_blocked.data() : nullptr, scales_blocked.data(), bias_blocked.data(),
+            detail::unsigned_weight_bias(w.type)}};
     const auto quantize = [&rows](int64_t begin, int64_t end) {
       if (rows.block == 32) {
         quantize_rows_q8_0(rows.x + begin * rows.cols, end - begin, rows.cols,
                            rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 32));
+        if (rows.blocked.codes != nullptr) {
+          block_rows(rows.codes, rows.scales, rows.M, rows.cols, begin, end, rows.blocked);
+        }
       } else {
         quantize_rows_q8_k(rows.x + begin * rows.cols, end - begin, rows.cols,
                            rows.codes + begin * rows.cols, rows.scales + begin * (rows.cols / 256),
@@ -119,32 +173,6 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
     if (const auto* observer = detail::activation_observer(); observer && q8_0) {
       (*observer)({x, M, w.cols, codes.data(), scales.data()});
     }
-  }
-  // The avx512 path reads Q8_0 activations block-major with their code sums (matmul_kernels.h).
-  thread_local std::vector<int8_t> codes_blocked;
-  thread_local std::vector<float> scales_blocked;
-  thread_local std::vector<int32_t> sums_blocked;
-  if ((w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0) &&
-      isa == Isa::kAvx512) {
-    const int64_t blocks = w.cols / 32;
-    const auto size = static_cast<size_t>(detail::blocked_size(M, blocks));
-    codes_blocked.resize(32 * size);
-    scales_blocked.resize(size);
-    sums_blocked.resize(size);
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t s = 0; s < blocks; ++s) {
-        const int8_t* from = codes.data() + m * w.cols + 32 * s;
-        const auto to = static_cast<size_t>(detail::blocked_index(M, blocks, m, s));
-        std::copy(from, from + 32, codes_blocked.data() + 32 * to);
-        scales_blocked[to] = scales[static_cast<size_t>(m * blocks + s)];
-        int32_t sum = 0;
-        for (int i = 0; i < 32; ++i) sum += from[i];
-        sums_blocked[to] = sum;
-      }
-    }
-    args.xq_blocked = codes_blocked.data();
-    args.xd_blocked = scales_blocked.data();
-    args.xsum_blocked = sums_blocked.data();
   }
   struct Job {
     const detail::MatmulArgs* args;

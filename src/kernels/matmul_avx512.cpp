@@ -34,11 +34,11 @@ using gguf::TensorType;
 #define AUGUR_ALWAYS_INLINE inline __attribute__((always_inline))
 
 // Integer decoders of block s of two weight rows a and b as unsigned bytes (vpdpbusd multiplies
-// unsigned by signed): row a's 32 in bytes 0..31, row b's in 32..63. Each is its codes + kBias, so
-// a block sum comes out too large by kBias times the activation codes' sum.
+// unsigned by signed): row a's 32 in bytes 0..31, row b's in 32..63. Each is its code plus the
+// type's unsigned_weight_bias, which the activations' bias corrections take off again.
 struct UnsignedQ8_0 {
   static constexpr size_t kBlockBytes = sizeof(tensor::BlockQ8_0);
-  static constexpr int kBias = 128;
+  static_assert(unsigned_weight_bias(TensorType::Q8_0) == 128);
   AUGUR_ALWAYS_INLINE static __m512i pair(const uint8_t* a, const uint8_t* b) {
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 2));
     const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
@@ -49,7 +49,7 @@ struct UnsignedQ8_0 {
 
 struct UnsignedQ4_0 {
   static constexpr size_t kBlockBytes = sizeof(tensor::BlockQ4_0);
-  static constexpr int kBias = 8;  // the nibbles are the codes + 8
+  static_assert(unsigned_weight_bias(TensorType::Q4_0) == 8);  // the nibbles are the codes + 8
   // Low nibbles are elements 0..15, high nibbles 16..31.
   AUGUR_ALWAYS_INLINE static __m512i pair(const uint8_t* a, const uint8_t* b) {
     const __m128i pa = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2));
@@ -105,19 +105,21 @@ AUGUR_ALWAYS_INLINE void transpose_rows(const __m512i (&z)[8], __m512i (&w)[8]) 
 }
 
 // acc[m] = fma(float(isum), dw * dx, acc[m]) for block s and activation rows m0 .. m0 + TM - 1,
-// where w holds the block's codes + kBias of 16 weight rows, one per lane (dword j in w[j]), and
-// isum = sum((codes + kBias) * x) - kBias * sum(x) is the exact block sum. (Interleaving the
+// where w holds the block's codes + bias of 16 weight rows, one per lane (dword j in w[j]), and
+// isum = bias correction + sum((codes + bias) * x) is the exact block sum: the correction,
+// -bias * sum(x), is made with the blocked activations, so a block sum starts from a broadcast
+// load instead of a multiply and a move from a general register per row. (Interleaving the
 // vpdpbusd chains of several activation rows by hand gained nothing: the compiler reorders them.)
-template <int kBias, int TM>
+template <int TM>
 AUGUR_ALWAYS_INLINE void accumulate_block(const MatmulArgs& a, const __m512i (&w)[8], __m512 dw,
                                           int64_t s, int64_t m0, __m512 (&acc)[TM]) {
   const int64_t at = blocked_index(a.M, a.cols / 32, m0, s);
   const int8_t* xq = a.xq_blocked + 32 * at;
   const float* xd = a.xd_blocked + at;
-  const int32_t* xsums = a.xsum_blocked + at;
+  const int32_t* bias = a.xbias_blocked + at;
 #pragma GCC unroll 16
   for (int m = 0; m < TM; ++m) {
-    __m512i isum = _mm512_set1_epi32(-kBias * xsums[m]);
+    __m512i isum = _mm512_set1_epi32(bias[m]);
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) isum = dpbusd_broadcast(isum, w[j], xq + 32 * m + 4 * j);
     const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(xd[m]));
@@ -129,7 +131,7 @@ AUGUR_ALWAYS_INLINE void accumulate_block(const MatmulArgs& a, const __m512i (&w
 // m < TM, in the block-sum order: per block, the weight rows' codes are transposed once into eight
 // registers with one row per lane, and every activation row adds its eight code dwords to them
 // with vpdpbusd (broadcast from memory): one zmm holds the 16 rows' exact block sums
-// isum = sum(codes + kBias) * x - kBias * sum(x). Then acc = fma(float(isum), dw * dx, acc) per
+// isum = sum((codes + bias) * x) - bias * sum(x). Then acc = fma(float(isum), dw * dx, acc) per
 // block, a zmm over weight rows: matmul_rows_block_sums' float chain for every (row, activation
 // row), whatever TM, nr or the thread split.
 template <class C, int TM>
@@ -157,7 +159,7 @@ void block_sum_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
     // The rows' fp16 scales (with the two bytes after them, unused), widened to floats.
     const __m512 dw =
         _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(scale_at, w0 + at, 1)));
-    accumulate_block<C::kBias, TM>(a, w, dw, s, m0, acc);
+    accumulate_block<TM>(a, w, dw, s, m0, acc);
   }
   // Lanes back to row order (swap the middle two 128-bit lanes).
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
@@ -180,7 +182,7 @@ void with_tile_height(int tm, F&& f) {
 
 template <class C>
 void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  AUGUR_CHECK(a.xsum_blocked != nullptr,
+  AUGUR_CHECK(a.xbias_blocked != nullptr,
               "the avx512 integer kernels need the activation block sums");
   for_each_tile(
       a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },
@@ -192,13 +194,17 @@ void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 // How far ahead of the kernel the packed stream is prefetched: without it the stream fell to
 // half of DRAM speed once four or more activation rows made each block's work longer; 2 KB
 // ahead got most of it back, 8 KB all of it (a 570 MB matrix, 2 threads: M = 16 in 1.25x the
-// time of M = 1).
+// time of M = 1). Into L1 while the kernel is bound by the stream (fewer than four activation
+// rows), into L2 once it is bound by its own arithmetic: there the L1 prefetches' misses held up
+// the block loop (AMD EPYC Zen 4, 2 threads, zoo-wide's Q8_0 matrices: M = 8 in 15.0-15.6 ms
+// against 17.1-17.9 into L1; M = 1 the same either way within this VM's noise).
 constexpr int kPackedAhead = 8192;
-// Readers of kernels/packed_weights.h's layouts: w[j] = codes 4j..4j+3 + kBias of the group's
+template <int TM>
+constexpr auto kPackedHint = TM >= 4 ? _MM_HINT_T1 : _MM_HINT_T0;
+// Readers of kernels/packed_weights.h's layouts: w[j] = codes 4j..4j+3 + bias of the group's
 // 16 rows of one block.
 struct PackedQ8_0 {
   static constexpr int kCodeBytes = 512;
-  static constexpr int kBias = 128;
   AUGUR_ALWAYS_INLINE static void load(const uint8_t* c, __m512i (&w)[8]) {
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(c + 64 * j);
@@ -207,7 +213,6 @@ struct PackedQ8_0 {
 
 struct PackedQ4_0 {
   static constexpr int kCodeBytes = 256;
-  static constexpr int kBias = 8;
   // Register k holds elements 4k..4k+3 in its low nibbles and 4k+16..4k+19 in its high ones.
   AUGUR_ALWAYS_INLINE static void load(const uint8_t* c, __m512i (&w)[8]) {
     const __m512i low = _mm512_set1_epi8(0x0F);
@@ -235,19 +240,19 @@ void packed_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
     const uint8_t* c = codes + s * P::kCodeBytes;
 #pragma GCC unroll 8
     for (int j = 0; j < P::kCodeBytes / 64; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, kPackedHint<TM>);
     }
     // The scales advance 32 bytes per block, at 32 / kCodeBytes of the codes' pace.
     if (s % 2 == 0) {
       _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) +
                        kPackedAhead * 32 / P::kCodeBytes,
-                   _MM_HINT_T0);
+                   kPackedHint<TM>);
     }
     __m512i w[8];
     P::load(c, w);
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_load_si256(reinterpret_cast<const __m256i*>(scales + s * 2 * kTileRows)));
-    accumulate_block<P::kBias, TM>(a, w, dw, s, m0, acc);
+    accumulate_block<TM>(a, w, dw, s, m0, acc);
   }
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
 #pragma GCC unroll 16
@@ -256,7 +261,7 @@ void packed_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
 
 template <class P>
 void run_packed(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  AUGUR_CHECK(a.xsum_blocked != nullptr && row_begin % kTileRows == 0,
+  AUGUR_CHECK(a.xbias_blocked != nullptr && row_begin % kTileRows == 0,
               "packed rows need the activation block sums and whole groups");
   for_each_tile(
       a, row_begin, row_end, kMaxTm, [](int) { return kTileRows; },

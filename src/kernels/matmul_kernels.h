@@ -29,10 +29,11 @@ struct MatmulArgs {
   // Q8_0/Q4_0 weights on the avx512 path: the same activations in tiles of 16 rows, block-major
   // within a tile (blocked_index), so that what one tile reads of a block is adjacent and the
   // whole tile is one contiguous run (rows a pitch of 4 KB apart would fall in one L1 set): codes
-  // xq_blocked (32 per index), scales xd_blocked and each block's code sum xsum_blocked.
+  // xq_blocked (32 per index), scales xd_blocked and each block's bias correction xbias_blocked,
+  // -unsigned_weight_bias(type) * (sum of its codes), ready to start a block sum from.
   const int8_t* xq_blocked = nullptr;
   const float* xd_blocked = nullptr;
-  const int32_t* xsum_blocked = nullptr;
+  const int32_t* xbias_blocked = nullptr;
   // Q8_0/Q4_0 weights on the avx512 path: the same weights in kernels/packed_weights.h's layout,
   // or null. When set, row ranges start at multiples of kPackedRows.
   const uint8_t* packed = nullptr;
@@ -48,6 +49,12 @@ inline int64_t blocked_index(int64_t M, int64_t blocks, int64_t m, int64_t s) {
 inline int64_t blocked_size(int64_t M, int64_t blocks) {
   const int64_t rows = M < kBlockedTileRows ? M : kBlockedTileRows;
   return (M + kBlockedTileRows - 1) / kBlockedTileRows * blocks * rows;
+}
+
+// What the avx512 kernels add to each Q8_0/Q4_0 weight code to make it an unsigned byte for
+// vpdpbusd (Q4_0's nibbles are their codes + 8 already); 0 for other types.
+inline constexpr int32_t unsigned_weight_bias(gguf::TensorType type) {
+  return type == gguf::TensorType::Q8_0 ? 128 : type == gguf::TensorType::Q4_0 ? 8 : 0;
 }
 
 // Computes y[m, r] for r in [row_begin, row_end) and every m.
