@@ -31,6 +31,30 @@ float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
 
+// gate = act(gate) * up over M rows of n_ff, rows split over the pool: element-wise, so the
+// same bits on any split, and at a verify's few rows of a wide FFN worth more than one core.
+void ffn_activation(FfnActivation act, float* gate, const float* up, int64_t M, int64_t n_ff,
+                    kernels::ThreadPool& pool) {
+  const struct {
+    FfnActivation act;
+    float* gate;
+    const float* up;
+    int64_t n_ff;
+  } job{act, gate, up, n_ff};
+  // Captures one pointer, so std::function does not allocate.
+  const auto* at = &job;
+  pool.parallel_for(M, [at](int64_t begin, int64_t end) {
+    float* g = at->gate + begin * at->n_ff;
+    const float* u = at->up + begin * at->n_ff;
+    const int64_t n = (end - begin) * at->n_ff;
+    if (at->act == FfnActivation::kGeluTanh) {
+      gelu_mul(g, u, n);
+    } else {
+      silu_mul(g, u, n);
+    }
+  });
+}
+
 }  // namespace
 
 struct DecoderWorkspace final : Workspace {
@@ -216,11 +240,7 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     } else {
       kernels::matmul(l.w_gate, ws.xn.data(), M, ws.gate.data(), pool);
       kernels::matmul(l.w_up, ws.xn.data(), M, ws.up.data(), pool);
-      if (options_.ffn_activation == FfnActivation::kGeluTanh) {
-        gelu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
-      } else {
-        silu_mul(ws.gate.data(), ws.up.data(), M * hp_.n_ff);
-      }
+      ffn_activation(options_.ffn_activation, ws.gate.data(), ws.up.data(), M, hp_.n_ff, pool);
       kernels::matmul(l.w_down, ws.gate.data(), M, ws.xn.data(), pool);
     }
     add_block_output(l.post_ffn_norm, ws.xn.data(), ws.x.data(), M);
