@@ -14,9 +14,14 @@ void quantize_rows_q8_0_avx2(const float* x, int64_t rows, int64_t cols, int8_t*
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < blocks; ++b) {
     const float* p = x + 32 * b;
+    // Unrolled so that v and q stay in registers: rolled, GCC 12 at -O2 kept them on the stack,
+    // stored in 16-byte halves and reloaded whole, a failed store forwarding per register
+    // (1.25 ns a value, against 0.19 unrolled, bit for bit the same).
     __m256 v[4];
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(p + 8 * k);
     __m256 max_abs = _mm256_andnot_ps(sign_bit, v[0]);
+#pragma GCC unroll 4
     for (int k = 1; k < 4; ++k) max_abs = _mm256_max_ps(max_abs, _mm256_andnot_ps(sign_bit, v[k]));
     __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(max_abs, 1), _mm256_castps256_ps128(max_abs));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
@@ -25,6 +30,7 @@ void quantize_rows_q8_0_avx2(const float* x, int64_t rows, int64_t cols, int8_t*
     d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i q[4];
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       q[k] =
           _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT));
