@@ -100,7 +100,7 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
   cache::ModelCache cache(*target, {.capacity = capacity, .max_batch = ubatch});
   const auto tokens = filler_tokens(max_ctx + config.max_m, n_vocab);
   std::vector<float> logits(static_cast<size_t>(config.max_m * n_vocab));
-  const size_t total = config.contexts.size() * static_cast<size_t>(config.max_m);
+  const size_t total = config.contexts.size() * static_cast<size_t>(config.repeats);
   size_t done = 0;
   for (int64_t ctx : config.contexts) {
     cache.clear();
@@ -109,21 +109,31 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
     eval.forward(std::span<const int32_t>(tokens.data(), static_cast<size_t>(ctx)), positions, {},
                  cache.memory(), nullptr);
     cache.commit(ctx);
-    double m1_median = 0;
-    for (int m = 1; m <= config.max_m; ++m) {
-      const std::span<const int32_t> rows(tokens.data() + ctx, static_cast<size_t>(m));
-      std::vector<int32_t> pos(static_cast<size_t>(m)), out(static_cast<size_t>(m));
-      std::iota(pos.begin(), pos.end(), static_cast<int32_t>(ctx));
-      std::iota(out.begin(), out.end(), 0);
-      std::vector<double> times;
-      for (int r = 0; r < config.warmup + config.repeats; ++r) {
+    // Every repeat times M = 1..max_m in turn, rather than all repeats of one M before the next:
+    // on a shared machine whose memory bandwidth or core speed changes for seconds at a time, a
+    // change then falls on every M alike instead of on a few points of the curve, so the ratios
+    // to M = 1 compare like with like.
+    std::vector<std::vector<double>> times(static_cast<size_t>(config.max_m));
+    for (int r = 0; r < config.warmup + config.repeats; ++r) {
+      for (int m = 1; m <= config.max_m; ++m) {
+        const std::span<const int32_t> rows(tokens.data() + ctx, static_cast<size_t>(m));
+        std::vector<int32_t> pos(static_cast<size_t>(m)), out(static_cast<size_t>(m));
+        std::iota(pos.begin(), pos.end(), static_cast<int32_t>(ctx));
+        std::iota(out.begin(), out.end(), 0);
         const auto start = Clock::now();
         eval.forward(rows, pos, out, cache.memory(), logits.data());
         const double s = seconds_since(start);
         cache.commit(0);
-        if (r >= config.warmup) times.push_back(s);
+        if (r >= config.warmup) times[static_cast<size_t>(m - 1)].push_back(s);
       }
-      const json sp = spread(times);
+      if (progress && r >= config.warmup) {
+        progress(++done, total, fmt::format("ctx {} repeat {}", ctx, r - config.warmup + 1));
+      }
+    }
+    double m1_median = 0;
+    for (int m = 1; m <= config.max_m; ++m) {
+      const auto& samples = times[static_cast<size_t>(m - 1)];
+      const json sp = spread(samples);
       const double med = sp["median"].get<double>();
       if (m == 1) m1_median = med;
       report["curve"].push_back({{"ctx", ctx},
@@ -134,8 +144,7 @@ json run_verify_curve(const VerifyCurveConfig& config, const CurveProgress& prog
                                  {"q1_s", sp["q1"]},
                                  {"q3_s", sp["q3"]},
                                  {"ratio_to_m1", m1_median > 0 ? med / m1_median : 0.0},
-                                 {"samples_s", times}});
-      if (progress) progress(++done, total, fmt::format("ctx {} M {}", ctx, m));
+                                 {"samples_s", samples}});
     }
   }
 
