@@ -9,9 +9,8 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build
 ctest --test-dir build --output-on-failure -j "$jobs"
-# Every committed benchmark report must pass the evidence gate.
-shopt -s nullglob
-reports=(bench/reports/*.json)
+# Every committed benchmark report must pass the evidence gate, the per-CPU folders' included.
+mapfile -t reports < <(find bench/reports -name '*.json' | sort)
 if [ ${#reports[@]} -gt 0 ]; then
   build/bin/augur bench check "${reports[@]}"
 fi
