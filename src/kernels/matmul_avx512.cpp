@@ -191,16 +191,20 @@ void run_block_sums(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
       });
 }
 
-// How far ahead of the kernel the packed stream is prefetched: without it the stream fell to
-// half of DRAM speed once four or more activation rows made each block's work longer; 2 KB
-// ahead got most of it back, 8 KB all of it (a 570 MB matrix, 2 threads: M = 16 in 1.25x the
-// time of M = 1). Into L1 while the kernel is bound by the stream (fewer than four activation
-// rows), into L2 once it is bound by its own arithmetic: there the L1 prefetches' misses held up
-// the block loop (AMD EPYC Zen 4, 2 threads, zoo-wide's Q8_0 matrices: M = 8 in 15.0-15.6 ms
-// against 17.1-17.9 into L1; M = 1 the same either way within this VM's noise).
+// How far ahead of the kernel the packed stream is prefetched, from five activation rows on:
+// without it the stream fell to half of DRAM speed once the rows made each block's work longer;
+// 2 KB ahead got most of it back, 8 KB all of it (a 570 MB matrix, 2 threads: M = 16 in 1.25x the
+// time of M = 1). Into L2, not L1: there the L1 prefetches' misses held up the block loop (AMD
+// EPYC Zen 4, 2 threads, zoo-wide's 56 layer matrices: M = 8 in 15.0-15.6 ms against 17.1-17.9).
+// Below five rows the kernel keeps up with the stream and the hardware prefetcher does better
+// alone (paired runs, no prefetch against 8 KB into L1: M = 1 in 0.90-0.96x the time, M = 2-4 in
+// 0.94-0.98x; zoo-wide T_V(1) 8.3-8.6 ms against 9.4-9.5). At five rows it depends on the
+// machine's mood (0.97x when DRAM gave 35 GB/s, 1.14x when it gave 60), from six on it is worse
+// (M = 6 1.04x, M = 8 1.2x).
 constexpr int kPackedAhead = 8192;
 template <int TM>
-constexpr auto kPackedHint = TM >= 4 ? _MM_HINT_T1 : _MM_HINT_T0;
+constexpr bool kPrefetchPacked = TM >= 5;
+
 // Readers of kernels/packed_weights.h's layouts: w[j] = codes 4j..4j+3 + bias of the group's
 // 16 rows of one block.
 struct PackedQ8_0 {
@@ -238,15 +242,17 @@ void packed_tile(const MatmulArgs& a, int64_t row, int nr, int64_t m0) {
   for (int m = 0; m < TM; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t s = 0; s < blocks; ++s) {
     const uint8_t* c = codes + s * P::kCodeBytes;
+    if constexpr (kPrefetchPacked<TM>) {
 #pragma GCC unroll 8
-    for (int j = 0; j < P::kCodeBytes / 64; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, kPackedHint<TM>);
-    }
-    // The scales advance 32 bytes per block, at 32 / kCodeBytes of the codes' pace.
-    if (s % 2 == 0) {
-      _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) +
-                       kPackedAhead * 32 / P::kCodeBytes,
-                   kPackedHint<TM>);
+      for (int j = 0; j < P::kCodeBytes / 64; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(c) + kPackedAhead + 64 * j, _MM_HINT_T1);
+      }
+      // The scales advance 32 bytes per block, at 32 / kCodeBytes of the codes' pace.
+      if (s % 2 == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(scales + s * 2 * kTileRows) +
+                         kPackedAhead * 32 / P::kCodeBytes,
+                     _MM_HINT_T1);
+      }
     }
     __m512i w[8];
     P::load(c, w);
