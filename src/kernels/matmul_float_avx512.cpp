@@ -182,8 +182,13 @@ void float_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const 
   };
   const int64_t steps = cols / 32;
   for (int64_t s = 0; s < steps; ++s) {
+    // Below eight activation rows the hardware prefetcher streams the rows faster alone (paired
+    // runs on AMD EPYC Zen 4, zoo-wide's F16 layer matrices, 2 threads: M = 1-6 in 0.94-0.98x the
+    // time without these prefetches, M = 8 in 1.01x).
+    if constexpr (TM >= 8) {
 #pragma GCC unroll 16
-    for (int r = 0; r < NR; ++r) prefetch_ahead(w0 + r * row_bytes + D::kStepBytes * s);
+      for (int r = 0; r < NR; ++r) prefetch_ahead(w0 + r * row_bytes + D::kStepBytes * s);
+    }
 #pragma GCC unroll 16
     for (int k = 0; k < 4; ++k) slice(32 * s + 8 * k);
   }
