@@ -31,6 +31,25 @@ float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
 
+// y = rms_norm(x) * w for M rows of n, the rows split over the pool when there are several: each
+// row is normed on its own, so the bits do not depend on the split.
+void norm_rows(const float* x, const float* w, float* y, int64_t M, int64_t n, float eps,
+               kernels::ThreadPool& pool) {
+  const struct {
+    const float *x, *w;
+    float* y;
+    int64_t n;
+    float eps;
+  } job{x, w, y, n, eps};
+  // Captures one pointer, so std::function does not allocate.
+  const auto* at = &job;
+  pool.parallel_for(M, [at](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      rms_norm(at->x + row * at->n, at->w, at->y + row * at->n, at->n, at->eps);
+    }
+  });
+}
+
 // gate = act(gate) * up over M rows of n_ff, rows split over the pool: element-wise, so the
 // same bits on any split, and at a verify's few rows of a wide FFN worth more than one core.
 void ffn_activation(FfnActivation act, float* gate, const float* up, int64_t M, int64_t n_ff,
@@ -221,9 +240,7 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
   for (int layer = 0; layer < n_layers; ++layer) {
     const DecoderLayer& l = layers_[static_cast<size_t>(layer)];
     taps.capture(layer, ws.x.data(), M, n_embd);
-    for (int64_t row = 0; row < M; ++row) {
-      rms_norm(&ws.x[row * n_embd], l.attn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
-    }
+    norm_rows(ws.x.data(), l.attn_norm.data(), ws.xn.data(), M, n_embd, hp_.rms_eps, pool);
     if (hp_.is_recurrent(layer)) {
       gated_deltanet(l.deltanet, options_.deltanet, layer, ws.xn.data(), M, segments, n_past,
                      ws.deltanet, ws.xn.data(), pool);
@@ -232,9 +249,7 @@ void Decoder::forward_segments(const UbatchRequest& req, std::span<const MemoryS
     }
     add_block_output(l.post_attn_norm, ws.xn.data(), ws.x.data(), M);
 
-    for (int64_t row = 0; row < M; ++row) {
-      rms_norm(&ws.x[row * n_embd], l.ffn_norm.data(), &ws.xn[row * n_embd], n_embd, hp_.rms_eps);
-    }
+    norm_rows(ws.x.data(), l.ffn_norm.data(), ws.xn.data(), M, n_embd, hp_.rms_eps, pool);
     if (l.moe) {
       moe_ffn(*l.moe, ws.xn.data(), M, ws.xn.data(), *ws.moe, pool);
     } else {
