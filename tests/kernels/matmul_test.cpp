@@ -469,6 +469,42 @@ TEST(Matmul, IntegerKernelsAgreeBitwiseAcrossPaths) {
   }
 }
 
+// The test observer (set_activation_observer_for_testing) may change the quantized activations,
+// and every path must then multiply what it left: tests/support/near_tie.h flips roundings that
+// way. Here it zeroes activation row 0's codes, so row 0 of the product must be exactly zero on
+// every path, packed or not, whether the rows were quantized on the caller or on the pool, and
+// the other rows as without the observer.
+TEST(Matmul, ObserverChangesReachTheProductsOnEveryPath) {
+  ThreadPool pool(2);
+  uint32_t seed = 900;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0}) {
+    const auto w = make_weights(type, 40, 1024, seed++);
+    for (Isa isa : supported_isas()) {
+      set_isa_for_testing(isa);
+      const tensor::Matrix packed = with_packed_weights(w.matrix);
+      for (int64_t M : {1, 5, 20}) {  // 20 x 1024 values are quantized on the pool
+        const auto x = random_activations(M, w.matrix.cols, seed++);
+        std::vector<float> plain(static_cast<size_t>(M * w.matrix.rows));
+        matmul(packed, x.data(), M, plain.data(), pool);
+        set_activation_observer_for_testing(
+            [](const QuantizedActivations& a) { std::fill(a.codes, a.codes + a.cols, int8_t{0}); });
+        std::vector<float> y(plain.size(), NAN);
+        matmul(packed, x.data(), M, y.data(), pool);
+        set_activation_observer_for_testing({});
+        for (int64_t r = 0; r < w.matrix.rows; ++r) {
+          EXPECT_EQ(y[static_cast<size_t>(r)], 0.0f)
+              << gguf::type_name(type) << " " << isa_name(isa) << " M " << M << " row " << r;
+        }
+        EXPECT_EQ(std::memcmp(y.data() + w.matrix.rows, plain.data() + w.matrix.rows,
+                              (y.size() - static_cast<size_t>(w.matrix.rows)) * 4),
+                  0)
+            << gguf::type_name(type) << " " << isa_name(isa) << " M " << M;
+      }
+    }
+  }
+  set_isa_for_testing(select_isa(nullptr));
+}
+
 // A matrix of 8 MB and more is handed to the threads in chunks from a shared counter (matmul.cpp,
 // for_row_chunks): every row computed exactly once, the same bits on any thread count as on one
 // thread, on every path, with a last chunk that is partial.
