@@ -1,7 +1,9 @@
 // A short real benchmark through the CLI, run once (2 prompts, 5 repeats + 1 warm-up, 40 tokens:
 // enough for a claim): the report has every sample, rotates arm order, measures memory per arm,
 // passes the evidence gate, claims what its samples support (the value recomputed here), and a
-// planted defect in it makes `augur bench check` fail. Behaviour only: no timing thresholds.
+// planted defect in it makes `augur bench check` fail. Behaviour only: no timing thresholds, and
+// no verdict that hangs on how busy the machine was (the noise rule is exercised on steadied
+// copies of the samples).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,13 +44,6 @@ testing::CommandResult run_bench(const std::filesystem::path& dir) {
       q(dir / "report.json") + " --svg " + q(dir / "svg"));
 }
 
-bool withheld_for(const json& report, const std::string& arm, const std::string& rule) {
-  for (const auto& w : report["summary"]["withheld"]) {
-    if (w["arm"] == arm && w["rule"] == rule) return true;
-  }
-  return false;
-}
-
 TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
   const auto dir = testing::temp_path("bench");
   std::filesystem::create_directories(dir);
@@ -58,14 +53,9 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
     ASSERT_GE(lines.size(), 2u);
     prompts << lines[0].dump() << "\n" << lines[1].dump() << "\n";
   }
-  auto result = run_bench(dir);
+  const auto result = run_bench(dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  json r = testing::read_json(dir / "report.json");
-  if (withheld_for(r, "spec:model:3", "PREFILL_VARIANCE")) {  // a noisy moment: measure again
-    result = run_bench(dir);
-    ASSERT_EQ(result.exit_code, 0) << result.err;
-    r = testing::read_json(dir / "report.json");
-  }
+  const json r = testing::read_json(dir / "report.json");
   EXPECT_TRUE(check_report(r).empty()) << format_violations(check_report(r));
 
   // Every arm on every prompt in every round, arm order rotating.
@@ -126,26 +116,54 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
   }
   EXPECT_TRUE(r["summary"]["equivalence"].empty());
 
-  // The draft-model arm is claimed, at the ratio of the measured medians; every spec arm is
-  // either claimed or withheld with the rule that forbids it.
+  // Every spec arm is either claimed, at the ratio of the measured medians, or withheld with the
+  // rule that forbids it. On a busy machine (CI runs this beside other tests) the prefill times
+  // may spread past the gate's limit, so PREFILL_VARIANCE is the one rule this run may meet.
   std::map<std::string, std::vector<double>> rates;
   for (const auto& s : r["samples"]) {
     if (!s["warmup"].get<bool>())
       rates[s["arm"].get<std::string>()].push_back(s["decode_tok_s"].get<double>());
   }
-  std::set<std::string> claimed;
-  for (const auto& c : r["summary"]["speedups"]) {
-    const std::string subject = c["subject"].get<std::string>();
-    claimed.insert(subject);
-    EXPECT_EQ(c["baseline"], "ar");
-    EXPECT_NEAR(c["value"].get<double>(), median_of(rates[subject]) / median_of(rates["ar"]), 1e-9);
+  const auto claims_of = [&](const json& summary) {
+    std::set<std::string> claimed;
+    for (const auto& c : summary["speedups"]) {
+      const std::string subject = c["subject"].get<std::string>();
+      claimed.insert(subject);
+      EXPECT_EQ(c["baseline"], "ar");
+      EXPECT_NEAR(c["value"].get<double>(), median_of(rates[subject]) / median_of(rates["ar"]),
+                  1e-9);
+    }
+    for (const char* arm : {"spec:model:3", "spec:ngram:3", "spec:layerskip:2:2", "spec:auto"}) {
+      bool withheld = false;
+      for (const auto& w : summary["withheld"]) withheld |= w["arm"] == arm;
+      EXPECT_NE(claimed.count(arm) != 0, withheld) << arm;
+    }
+    return claimed;
+  };
+  // The policy and the n-gram source may leave a sample without drafts (SPEC_NEVER_RAN); the draft
+  // model drafts on every cycle.
+  claims_of(r["summary"]);
+  for (const auto& w : r["summary"]["withheld"]) {
+    EXPECT_TRUE(w["rule"] == "PREFILL_VARIANCE" ||
+                (w["rule"] == "SPEC_NEVER_RAN" && w["arm"] != "spec:model:3"))
+        << w;
   }
-  EXPECT_TRUE(claimed.count("spec:model:3")) << r["summary"]["withheld"].dump();
-  for (const char* arm : {"spec:model:3", "spec:ngram:3", "spec:layerskip:2:2"}) {
-    bool withheld = false;
-    for (const auto& w : r["summary"]["withheld"]) withheld |= w["arm"] == arm;
-    EXPECT_NE(claimed.count(arm) != 0, withheld) << arm;
+  // The same samples with steadier prefill times (each clamped to within 1.5x of its arm and
+  // prompt's median, so arms stay distinct measurements): the draft-model arm is claimed.
+  // (Decode speeds and tokens are the run's own.)
+  json steady = r;
+  std::map<std::string, std::vector<double>> prefills;
+  const auto cell = [](const json& s) {
+    return s["arm"].get<std::string>() + "/" + s["prompt"].get<std::string>();
+  };
+  for (const auto& s : r["samples"]) prefills[cell(s)].push_back(s["prefill_s"].get<double>());
+  for (auto& s : steady["samples"]) {
+    const double median = median_of(prefills[cell(s)]);
+    s["prefill_s"] = std::clamp(s["prefill_s"].get<double>(), median / 1.5, median * 1.5);
   }
+  const json steady_summary = summarize_run(steady);
+  EXPECT_TRUE(claims_of(steady_summary).count("spec:model:3")) << steady_summary["withheld"];
+  for (const auto& w : steady_summary["withheld"]) EXPECT_NE(w["rule"], "PREFILL_VARIANCE") << w;
   EXPECT_TRUE(std::filesystem::exists(dir / "svg" / "decode_tok_s.svg"));
   EXPECT_NE(result.out.find("spec:model:3"), std::string::npos) << "no table on stdout";
 
