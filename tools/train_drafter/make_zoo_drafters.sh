@@ -23,6 +23,20 @@ rm -f "$WORK"/zoo-target-eagle3-f16.gguf* "$WORK"/zoo-target-dflash-f16.gguf*
     -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
     -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers 2,4,7 --minutes 29 --resume \
     --baseline "$ZOO/zoo-draft-f16.gguf"
+# stages 3 and 4: fine-tune on the target's own continuations (selfgen.py): 1024 windows of a corpus
+# prefix and the greedy continuation (15 min, 75 % of the windows), then the same plus 1024 sampled at
+# temperature 0.8 (28 min, 80 %); 4 unrolled steps, peak LR 1e-3. Each stage starts from the
+# previous stage's exported file.
+for stage in 3 4; do
+    prev="$WORK/zoo-target-eagle3-f16.gguf"
+    cp "$prev" "$WORK/eagle3-stage$((stage - 1)).gguf"
+    if [ $stage = 3 ]; then temps=0; frac=0.75; minutes=15; else temps=0,0.8; frac=0.8; minutes=28; fi
+    /usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
+        -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
+        -o "$WORK/zoo-target-eagle3-f16.gguf" --init-from "$WORK/eagle3-stage$((stage - 1)).gguf" \
+        --selfgen 1024 --selfgen-temps $temps --selfgen-frac $frac --ttt-steps 4 --lr 1e-3 \
+        --minutes $minutes --baseline "$ZOO/zoo-draft-f16.gguf"
+done
 cp "$WORK/zoo-target-eagle3-f16.gguf" "$WORK/zoo-target-eagle3-f16.gguf.manifest.json" "$REPO/models/"
 
 # DFlash: 2 layers, taps [2,5,8] (8 = final hidden after output_norm), block 8, mask <unk> (id 0),
