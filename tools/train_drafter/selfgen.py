@@ -4,7 +4,8 @@ At inference a drafter drafts inside the target's greedy (or sampled) continuati
 text: an undertrained target repeats itself, and a drafter trained only on corpus windows never sees
 the features of those stretches. Each window is [corpus prefix of P tokens | target continuation, T+1-P
 tokens], P uniform in [min_prefix, max_prefix] (one P per generation batch), the continuation greedy
-or sampled (temperature with the bench's default filters). Cached as .npy.
+or sampled (temperature, then the bench sampler's top-k / top-p / min-p settings; the order may
+differ from augur's chain). Cached as .npy.
 """
 import hashlib, os, time
 import numpy as np
