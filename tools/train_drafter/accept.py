@@ -29,7 +29,7 @@ def eagle3_drafts(tgt, dr, taps, ctx, c1):
     for s in range(N_DRAFT):
         pos = torch.arange(toks.shape[1])
         y = dr.forward_causal(F.embedding(toks, tgt.tok_embd), g, pos)
-        d = dr.logits(y[:, -1], tgt.output).argmax(-1)
+        d = dr.draft_ids(dr.logits(y[:, -1], dr.out_w))
         drafts.append(d)
         toks = torch.cat([toks, d[:, None]], 1)
         g = torch.cat([g, y[:, -1:]], 1)

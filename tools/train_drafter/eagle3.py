@@ -23,6 +23,18 @@ class Eagle3(torch.nn.Module):
         self.ffn_norm = torch.nn.Parameter(torch.ones(D))
         self.w_gate, self.w_up, self.w_down = W(n_ff, D), W(n_ff, D), W(D, n_ff)
         self.output_norm = torch.nn.Parameter(torch.ones(D))
+        self.d2t, self.head = None, None  # reduced draft vocabulary: absolute target ids, own LM head
+
+    @torch.no_grad()
+    def set_draft_vocab(self, target_output, d2t):
+        """Draft over the target ids d2t (LongTensor [Vd]) with an own head, started from the target's rows."""
+        self.d2t = d2t
+        self.head = torch.nn.Parameter(target_output[d2t].clone())
+
+    def draft_ids(self, logits):
+        """argmax of drafter logits as target token ids."""
+        i = logits.argmax(-1)
+        return i if self.d2t is None else self.d2t[i]
 
     @torch.no_grad()
     def init_from_target_layer(self, tgt, layer, high_tap_slot=2):
@@ -94,11 +106,14 @@ def ttt_loss(model, emb, feats, tgt_logp, pos, n_steps, step_weight=0.8):
             o = attention(q, torch.cat(ks, 2), torch.cat(vs, 2), ttt_masks(T, j))
         y = model.finish(o, g)
         lp = torch.log_softmax(model.logits(y, model.out_w), -1)
-        kl = (p_t * (tgt_logp - lp)).sum(-1)[:, j:]          # rows Q < j have no valid history
+        if model.d2t is None:
+            kl = (p_t * (tgt_logp - lp)).sum(-1)[:, j:]      # rows Q < j have no valid history
+        else:  # the target's mass on the draft vocabulary (the rest no draft can propose)
+            kl = (p_t[..., model.d2t] * (tgt_logp[..., model.d2t] - lp)).sum(-1)[:, j:]
         w = step_weight ** j
         losses.append(w * kl.mean()); tot_w += w
         stats[f"kl{j}"] = float(kl.mean())
-        stats[f"top1_{j}"] = float((lp.argmax(-1) == tgt_logp.argmax(-1))[:, j:].float().mean())
+        stats[f"top1_{j}"] = float((model.draft_ids(lp) == tgt_logp.argmax(-1))[:, j:].float().mean())
         g = torch.cat([torch.zeros_like(y[:, :1]), y[:, :-1]], 1)  # own y at P-1 feeds position P
     return sum(losses) / tot_w, stats
 
@@ -134,6 +149,9 @@ def export_gguf(model, path, target_meta, target_layers, ftype="f16", name="eagl
                ("blk.0.ffn_gate.weight", d(model.w_gate), mt), ("blk.0.ffn_up.weight", d(model.w_up), mt),
                ("blk.0.ffn_down.weight", d(model.w_down), mt),
                ("output_norm.weight", d(model.output_norm), G.G_F32)]
+    if model.d2t is not None:  # own head over the draft vocabulary (target embeddings stay shared)
+        tensors += [("output.weight", d(model.head), mt),
+                    ("d2t", model.d2t.cpu().numpy().astype(np.int64), G.G_I64)]
     G.write_gguf(path, meta, tensors)
 
 
@@ -150,4 +168,8 @@ def load_gguf(path, tgt):
                         ("wo", "blk.0.attn_output"), ("ffn_norm", "blk.0.ffn_norm"), ("w_gate", "blk.0.ffn_gate"),
                         ("w_up", "blk.0.ffn_up"), ("w_down", "blk.0.ffn_down"), ("output_norm", "output_norm")):
             getattr(m, attr).copy_(torch.from_numpy(t[n + ".weight"]))
+        if "d2t" in t:
+            m.set_draft_vocab(torch.from_numpy(t["output.weight"]), torch.arange(len(t["d2t"])))
+            m.d2t = torch.from_numpy(t["d2t"].astype(np.int64))
+    m.out_w = tgt.output if m.d2t is None else m.head
     return m, list(v("target_layers"))
