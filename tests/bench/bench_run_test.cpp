@@ -118,7 +118,7 @@ TEST(ShortBench, MeasuresEveryArmClaimsWhatItsSamplesSupportAndPassesTheGate) {
 
   // Every spec arm is either claimed, at the ratio of the measured medians, or withheld with the
   // rule that forbids it. On a busy machine (CI runs this beside other tests) the prefill times
-  // may spread past the gate's limit, so PREFILL_VARIANCE is the one rule this run may meet.
+  // may spread past the gate's limit (PREFILL_VARIANCE), a verdict this test must not hang on.
   std::map<std::string, std::vector<double>> rates;
   for (const auto& s : r["samples"]) {
     if (!s["warmup"].get<bool>())
