@@ -146,6 +146,9 @@ const std::string kZooDraft = (testing::models_dir() / "zoo-draft-f16.gguf").str
 // Trained by tools/train_drafter (models/DRAFTERS.md); committed with the source.
 const std::string kZooEagle3 =
     (testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf").string();
+// The same head quantized by `augur quantize` (Q8_0 matrices): what the drafter reports run.
+const std::string kZooEagle3Q8 =
+    (testing::source_dir() / "models" / "zoo-target-eagle3-q8_0.gguf").string();
 const std::string kZooDFlash =
     (testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf").string();
 // The fixtures share one 512-token vocabulary (FIXTURES.md), so any of them can draft for another.
@@ -247,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(
              {1, 4, 8}},
         Case{"zoo_q8_0_eagle3_penalty_kv_q8_0",
              "models/zoo-target-q8_0.gguf",
-             {"eagle3:" + kZooEagle3},
+             {"eagle3:" + kZooEagle3, "eagle3:" + kZooEagle3Q8},
              16,
              1.3f,
              "q8_0",

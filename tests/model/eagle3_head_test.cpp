@@ -116,6 +116,10 @@ TEST(Eagle3Head, ToolWrittenFilesMatchTheirManifests) {
   const auto target = model::load_model(testing::models_dir() / "zoo-target-f16.gguf");
   const auto head = Eagle3::load(trained, *target);
   EXPECT_EQ(head->target_hidden(), target->hparams().n_embd);
+  // Its Q8_0 copy (`augur quantize`) loads the same way.
+  const auto quantized = testing::source_dir() / "models" / "zoo-target-eagle3-q8_0.gguf";
+  expect_matches_manifest(quantized);
+  EXPECT_EQ(Eagle3::load(quantized, *target)->target_hidden(), target->hparams().n_embd);
 }
 
 }  // namespace

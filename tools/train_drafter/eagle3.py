@@ -77,6 +77,11 @@ class Eagle3(torch.nn.Module):
         return self.finish(attention(q, k, v, mask), g)
 
 
+def _full_vocab(lp, d2t, V):
+    """Draft-vocabulary log-probs scattered into the target vocabulary (-inf elsewhere)."""
+    return torch.full(lp.shape[:-1] + (V,), float("-inf"), dtype=lp.dtype).index_copy(-1, d2t, lp)
+
+
 def ttt_masks(T, j):
     """Training-time-test mask for unroll step j (>=1) over keys [step0 | step1 | ... | step j], each T wide:
     the step-j query at position Q sees step-0 keys at positions <= Q-j and the step-i key at Q-j+i."""
@@ -88,7 +93,21 @@ def ttt_masks(T, j):
     return m
 
 
-def ttt_loss(model, emb, feats, tgt_logp, pos, n_steps, step_weight=0.8):
+def sampler_probs(logp, temp=0.8, top_k=40, top_p=0.95, min_p=0.05):
+    """The distribution `augur`'s sampler draws from (sampling/sampler.h): top-k, top-p, min-p on the
+    untempered log-probs, then temperature. The kept set is chosen without gradient; the result is
+    differentiable in logp inside it."""
+    with torch.no_grad():
+        srt, idx = logp.sort(-1, descending=True)
+        srt, idx = srt[..., :top_k], idx[..., :top_k]
+        pk = torch.softmax(srt, -1)
+        keep = (pk.cumsum(-1) - pk) < top_p                     # smallest prefix reaching top_p
+        keep &= srt >= srt[..., :1] + math.log(min_p)
+        mask = torch.zeros_like(logp, dtype=torch.bool).scatter_(-1, idx, keep)
+    return torch.softmax((logp / temp).masked_fill(~mask, float("-inf")), -1)
+
+
+def ttt_loss(model, emb, feats, tgt_logp, pos, n_steps, step_weight=0.8, accept_weight=0.0, accept_temp=0.8):
     """emb [B,T,D] = Emb(t_{P+1}), feats [B,T,3Ht] at P, tgt_logp [B,T,V] = target log-probs at row P+1.
     Step 0 uses g = fc(feats); step j uses the drafter's own y from step j-1 at P-1 as g (shifted right).
     Returns (loss, stats)."""
@@ -111,7 +130,17 @@ def ttt_loss(model, emb, feats, tgt_logp, pos, n_steps, step_weight=0.8):
         else:  # the target's mass on the draft vocabulary (the rest no draft can propose)
             kl = (p_t[..., model.d2t] * (tgt_logp[..., model.d2t] - lp)).sum(-1)[:, j:]
         w = step_weight ** j
-        losses.append(w * kl.mean()); tot_w += w
+        term = kl.mean()
+        if accept_weight > 0 or j == 0:
+            # Leviathan-Chen acceptance of one sampled draft: sum_x min(p'(x), q'(x)) under the sampler
+            with torch.set_grad_enabled(accept_weight > 0 and torch.is_grad_enabled()):
+                p_s = sampler_probs(tgt_logp, accept_temp).detach()
+                lp_v = lp if model.d2t is None else _full_vocab(lp, model.d2t, tgt_logp.shape[-1])
+                acc = torch.minimum(p_s, sampler_probs(lp_v, accept_temp)).sum(-1)[:, j:]
+            stats[f"acc{j}"] = float(acc.mean())
+            if accept_weight > 0:
+                term = term + accept_weight * (1.0 - acc).mean()
+        losses.append(w * term); tot_w += w
         stats[f"kl{j}"] = float(kl.mean())
         stats[f"top1_{j}"] = float((model.draft_ids(lp) == tgt_logp.argmax(-1))[:, j:].float().mean())
         g = torch.cat([torch.zeros_like(y[:, :1]), y[:, :-1]], 1)  # own y at P-1 feeds position P

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Reproduces models/zoo-target-eagle3-f16.gguf and models/zoo-target-dflash-f16.gguf (+ manifests) and
+# Reproduces models/zoo-target-eagle3-{f16,q8_0}.gguf and models/zoo-target-dflash-f16.gguf (+ manifests) and
 # the tiny test drafters.
 # usage: tools/train_drafter/make_zoo_drafters.sh ZOO_MODELS_DIR AUGUR_BINARY [WORK_DIR]
 # ZOO_MODELS_DIR holds zoo-target-f16.gguf, zoo-draft-f16.gguf and prompts-code.jsonl.
@@ -23,21 +23,30 @@ rm -f "$WORK"/zoo-target-eagle3-f16.gguf* "$WORK"/zoo-target-dflash-f16.gguf*
     -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
     -o "$WORK/zoo-target-eagle3-f16.gguf" --target-layers 2,4,7 --minutes 29 --resume \
     --baseline "$ZOO/zoo-draft-f16.gguf"
-# stages 3 and 4: fine-tune on the target's own continuations (selfgen.py): 1024 windows of a corpus
-# prefix and the greedy continuation (15 min, 75 % of the windows), then the same plus 1024 sampled at
-# temperature 0.8 (28 min, 80 %); 4 unrolled steps, peak LR 1e-3. Each stage starts from the
-# previous stage's exported file.
-for stage in 3 4; do
+# stages 3-5: fine-tune on the target's own continuations (selfgen.py): 1024 windows of a corpus
+# prefix and the greedy continuation (stage 3: 15 min, 75 % of the windows, peak LR 1e-3), then the
+# same plus 1024 sampled at temperature 0.8 (stage 4: 28 min, 80 %, LR 1e-3; stage 5: 35 min, 80 %,
+# LR 5e-4, and a loss term for the sampled acceptance sum_x min(p', q') at temperature 0.8,
+# --accept-weight 1); 4 unrolled steps. Each stage starts from the previous stage's exported file.
+for stage in 3 4 5; do
     prev="$WORK/zoo-target-eagle3-f16.gguf"
     cp "$prev" "$WORK/eagle3-stage$((stage - 1)).gguf"
-    if [ $stage = 3 ]; then temps=0; frac=0.75; minutes=15; else temps=0,0.8; frac=0.8; minutes=28; fi
+    case $stage in
+        3) temps=0; frac=0.75; minutes=15; lr=1e-3; accept=0 ;;
+        4) temps=0,0.8; frac=0.8; minutes=28; lr=1e-3; accept=0 ;;
+        5) temps=0,0.8; frac=0.8; minutes=35; lr=5e-4; accept=1 ;;
+    esac
     /usr/bin/python3 "$HERE/augur-train-drafter" train-eagle3 \
         -m "$ZOO/zoo-target-f16.gguf" --augur "$AUGUR" --prompts "$ZOO/prompts-code.jsonl" \
         -o "$WORK/zoo-target-eagle3-f16.gguf" --init-from "$WORK/eagle3-stage$((stage - 1)).gguf" \
-        --selfgen 1024 --selfgen-temps $temps --selfgen-frac $frac --ttt-steps 4 --lr 1e-3 \
-        --minutes $minutes --baseline "$ZOO/zoo-draft-f16.gguf"
+        --selfgen 1024 --selfgen-temps $temps --selfgen-frac $frac --ttt-steps 4 --lr $lr \
+        --accept-weight $accept --minutes $minutes --baseline "$ZOO/zoo-draft-f16.gguf"
 done
 cp "$WORK/zoo-target-eagle3-f16.gguf" "$WORK/zoo-target-eagle3-f16.gguf.manifest.json" "$REPO/models/"
+# the Q8_0 copy the drafter reports run (drafting reads half the bytes; tau is unchanged)
+rm -f "$REPO/models/zoo-target-eagle3-q8_0.gguf"
+"$AUGUR" quantize "$REPO/models/zoo-target-eagle3-f16.gguf" "$REPO/models/zoo-target-eagle3-q8_0.gguf" Q8_0
+/usr/bin/python3 "$HERE/augur-train-drafter" manifest "$REPO/models/zoo-target-eagle3-q8_0.gguf"
 
 # DFlash: 2 layers, taps [2,5,8] (8 = final hidden after output_norm), block 8, mask <unk> (id 0),
 # random init, one 34-minute run (wall clock, so the step count depends on the machine's load)
