@@ -200,5 +200,6 @@ def load_gguf(path, tgt):
         if "d2t" in t:
             m.set_draft_vocab(torch.from_numpy(t["output.weight"]), torch.arange(len(t["d2t"])))
             m.d2t = torch.from_numpy(t["d2t"].astype(np.int64))
-    m.out_w = tgt.output if m.d2t is None else m.head
+    # tgt None: the caller supplies the LM head itself (widen's float64 check)
+    m.out_w = m.head if m.d2t is not None else None if tgt is None else tgt.output
     return m, list(v("target_layers"))
