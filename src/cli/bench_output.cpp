@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -53,9 +54,15 @@ int gate_and_write(const json& report, const std::string& out, const std::string
   if (!violations.empty()) {
     const std::string rejected = out.empty() ? "" : out + ".rejected.json";
     if (!rejected.empty()) write_json(report, rejected);
-    std::fprintf(stderr, "augur: the report fails the evidence gate%s:\n%s",
+    // An older report at `out` stays (a failed run deletes nothing), but must not pass for this
+    // one.
+    const std::string stale =
+        !out.empty() && std::filesystem::exists(out)
+            ? fmt::format("; {} was not written: the file there is from an earlier run", out)
+            : "";
+    std::fprintf(stderr, "augur: the report fails the evidence gate%s%s:\n%s",
                  rejected.empty() ? "" : fmt::format(" (kept as {})", rejected).c_str(),
-                 bench::format_violations(violations).c_str());
+                 stale.c_str(), bench::format_violations(violations).c_str());
     return kExitEvidenceViolation;
   }
   if (!out.empty()) write_json(report, out);

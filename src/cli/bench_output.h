@@ -25,7 +25,7 @@ void write_json(const nlohmann::json& report, const std::string& path);
 
 // Runs the gate on a fresh report; writes it to `out` (and charts into svg_dir) when clean, else
 // keeps it as out + ".rejected.json" and returns kExitEvidenceViolation with the violations on
-// stderr.
+// stderr (saying so when an older file at `out` is left in place).
 int gate_and_write(const nlohmann::json& report, const std::string& out,
                    const std::string& svg_dir = "");
 
