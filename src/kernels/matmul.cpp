@@ -186,8 +186,11 @@ void matmul(const tensor::Matrix& w, const float* x, int64_t M, float* y, Thread
                        : isa == Isa::kAvx512 ? detail::matmul_rows_avx512
                        : isa == Isa::kAvx2   ? detail::matmul_rows_avx2
                                              : detail::matmul_rows_scalar};
-  if (w.packed && isa == Isa::kAvx512 &&
-      (w.type == gguf::TensorType::Q8_0 || w.type == gguf::TensorType::Q4_0)) {
+  using Layout = tensor::Matrix::Layout;
+  if (w.packed && w.packed_layout == Layout::kScaleGroups && isa == Isa::kAvx2) {
+    args.packed = w.packed.get();
+  }
+  if (w.packed && w.packed_layout == Layout::kLanes16 && isa == Isa::kAvx512) {
     // Threads take whole groups of packed rows.
     args.packed = w.packed.get();
     for_row_chunks(pool, w.rows, w.row_bytes, kPackedRows,

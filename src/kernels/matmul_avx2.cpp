@@ -67,24 +67,20 @@ constexpr int rows_for(int tm) {
   return tm <= 2 ? 4 : tm <= 4 ? 2 : 1;
 }
 
-// Integer decoders of Q8_0/Q4_0/Q5_0 blocks: the 32 codes of block s as signed bytes, and the
-// scale.
+// Integer decoders of Q8_0/Q4_0/Q5_0 blocks: the 32 codes of a block as signed bytes, from its
+// payload (the bytes after the fp16 scale).
 struct CodesQ8_0 {
-  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
-    return row + sizeof(tensor::BlockQ8_0) * s;
-  }
-  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  static constexpr int64_t kBlockBytes = sizeof(tensor::BlockQ8_0);
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* payload) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(payload));
   }
 };
 
 struct CodesQ4_0 {
-  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
-    return row + sizeof(tensor::BlockQ4_0) * s;
-  }
+  static constexpr int64_t kBlockBytes = sizeof(tensor::BlockQ4_0);
   // Low nibbles are elements 0..15, high nibbles 16..31; minus 8.
-  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* payload) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(payload));
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
   }
@@ -92,15 +88,13 @@ struct CodesQ4_0 {
 
 // 32 codes of a Q5_0 block: the nibbles with the fifth bit from qh (bit e for element e), minus 16.
 struct CodesQ5_0 {
-  AUGUR_ALWAYS_INLINE static const uint8_t* block(const uint8_t* row, int64_t s) {
-    return row + sizeof(tensor::BlockQ5_0) * s;
-  }
-  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* block) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 6));
+  static constexpr int64_t kBlockBytes = sizeof(tensor::BlockQ5_0);
+  AUGUR_ALWAYS_INLINE static __m256i codes(const uint8_t* payload) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(payload + 4));
     const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
     const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
     uint32_t qh;
-    __builtin_memcpy(&qh, block + 2, 4);
+    __builtin_memcpy(&qh, payload, 4);
     // Byte e gets byte e / 8 of qh, then keeps bit e % 8: 0x10 where the fifth bit is set.
     const __m256i spread =
         _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
@@ -113,44 +107,53 @@ struct CodesQ5_0 {
   }
 };
 
-// The block scale products dw * dx of weight row r and activation row m for the eight blocks from
-// s0, as float vectors: one vcvtph2ps and one multiply per eight blocks instead of a conversion and
-// a multiply per block (the kernel then broadcasts each from memory, which costs no ALU slot).
-// The products are the same floats either way, so rows stay bitwise equal to the per-block form.
-template <class C, int TM, int NR>
-AUGUR_ALWAYS_INLINE void scale_products(const uint8_t* w0, size_t row_bytes, const float* xd,
-                                        int64_t ldd, int64_t s0, float (*out)[TM][8]) {
-#pragma GCC unroll 4
-  for (int r = 0; r < NR; ++r) {
-    const uint8_t* row = w0 + r * row_bytes;
-    const __m128i halves = _mm_setr_epi16(static_cast<short>(load_u16(C::block(row, s0))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 1))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 2))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 3))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 4))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 5))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 6))),
-                                          static_cast<short>(load_u16(C::block(row, s0 + 7))));
-    const __m256 dw = _mm256_cvtph_ps(halves);
-#pragma GCC unroll 8
-    for (int m = 0; m < TM; ++m) {
-      _mm256_store_ps(out[r][m], _mm256_mul_ps(dw, _mm256_loadu_ps(xd + m * ldd + s0)));
+// Where block k of the group of eight blocks from s0 (s0 % 8 == 0, all eight in the row) keeps its
+// scale and payload, from the group's start `base` = row + kBlockBytes * s0 (the same in both
+// layouts): in the GGUF layout each block is scale then payload; in the scale-group layout
+// (kernels/packed_weights.h) the group's eight scales come first, then its eight payloads. Blocks
+// after the last whole group are in the GGUF layout in both.
+template <class C, bool kGrouped>
+struct Group {
+  static constexpr int64_t kPayloadBytes = C::kBlockBytes - 2;
+  AUGUR_ALWAYS_INLINE static const uint8_t* scale(const uint8_t* base, int k) {
+    return kGrouped ? base + 2 * k : base + C::kBlockBytes * k;
+  }
+  AUGUR_ALWAYS_INLINE static const uint8_t* payload(const uint8_t* base, int k) {
+    return kGrouped ? base + 16 + kPayloadBytes * k : base + C::kBlockBytes * k + 2;
+  }
+  // The eight fp16 scales as int16 lanes: one load in the scale-group layout, eight in GGUF's.
+  AUGUR_ALWAYS_INLINE static __m128i scales(const uint8_t* base) {
+    if constexpr (kGrouped) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(base));
+    } else {
+      return _mm_setr_epi16(static_cast<short>(load_u16(scale(base, 0))),
+                            static_cast<short>(load_u16(scale(base, 1))),
+                            static_cast<short>(load_u16(scale(base, 2))),
+                            static_cast<short>(load_u16(scale(base, 3))),
+                            static_cast<short>(load_u16(scale(base, 4))),
+                            static_cast<short>(load_u16(scale(base, 5))),
+                            static_cast<short>(load_u16(scale(base, 6))),
+                            static_cast<short>(load_u16(scale(base, 7))));
     }
   }
-}
+};
 
 // y[m * ldy + r] = dot(weight row r, Q8_0 activation row m) for r < NR, m < TM, as llama.cpp's
 // AVX2 vec_dot_q8_0_q8_0 / vec_dot_q4_0_q8_0 compute it: per block, eight exact int32 lane sums
 // (lane j = elements 4j..4j+3) become floats and are accumulated as acc = fma(dw * dx, sums, acc);
 // the eight lanes are summed once at the end. One chain per (r, m) pair in block order, whatever
 // TM and NR are, so the result is batch-invariant like the float kernel's. With two or more
-// activation rows the scale products come eight blocks at a time (scale_products): on zoo-wide
-// Q8_0, AMD EPYC Zen 3, 2 threads, best of 15, T_V(4) 27.6-28.3 ms against 29.5-36.1 and T_V(8)
-// 49-52 against 54-71 (docs/kernels.md); a single row is bound by memory and keeps the per-block
-// form.
-template <class C, int TM, int NR>
+// activation rows the scale products dw * dx come eight blocks at a time, one vcvtph2ps and one
+// multiply per eight blocks instead of a conversion and a multiply per block (the kernel then
+// broadcasts each from memory, which costs no ALU slot): on zoo-wide Q8_0, AMD EPYC Zen 3, 2
+// threads, best of 15, T_V(4) 27.6-28.3 ms against 29.5-36.1 and T_V(8) 49-52 against 54-71
+// (docs/kernels.md). The products are the same floats either way, so rows stay bitwise equal to
+// the per-block form a single row keeps (it is bound by memory). kGrouped reads the weights in the
+// scale-group layout, where the eight scales are one load instead of eight (docs/kernels.md).
+template <class C, bool kGrouped, int TM, int NR>
 void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const int8_t* xq,
                      const float* xd, int64_t ldx, float* y, int64_t ldy) {
+  using G = Group<C, kGrouped>;
   __m256 acc[NR][TM];
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
@@ -159,13 +162,13 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
   }
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t blocks = cols / 32, ldd = ldx / 32;
-  // Block s's products for every (r, m) pair, given its scale product d(r, m).
-  const auto block = [&](int64_t s, auto&& d) __attribute__((always_inline)) {
+  // Block s's products for every (r, m) pair, given its payload in row r and scale product d(r, m).
+  const auto block = [&](int64_t s, auto&& payload, auto&& d) __attribute__((always_inline)) {
 #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      const uint8_t* b = C::block(w0 + r * row_bytes, s);
-      prefetch_ahead(b);
-      const __m256i q = C::codes(b);
+      const uint8_t* p = payload(r);
+      prefetch_ahead(p);
+      const __m256i q = C::codes(p);
       const __m256i magnitude = _mm256_sign_epi8(q, q);  // |q| as unsigned bytes
 #pragma GCC unroll 8
       for (int m = 0; m < TM; ++m) {
@@ -174,30 +177,56 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
         // |q| * (x with q's sign) = q * x; pairs of products fit int16 (|q|, |x| <= 128, 127).
         const __m256i pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, q));
         const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-        acc[r][m] = _mm256_fmadd_ps(d(b, r, m), sums, acc[r][m]);
+        acc[r][m] = _mm256_fmadd_ps(d(r, m), sums, acc[r][m]);
       }
     }
   };
+  // dw * dx for one block, from its scale bytes.
+  const auto product = [&](const uint8_t* scale, int m, int64_t s) __attribute__((always_inline)) {
+    return _mm256_mul_ps(_mm256_set1_ps(half_to_float(scale)),
+                         _mm256_broadcast_ss(xd + m * ldd + s));
+  };
   int64_t s = 0;
-  if constexpr (TM >= 2) {
-    alignas(32) float products[NR][TM][8];
-    for (; s + 8 <= blocks; s += 8) {
-      scale_products<C, TM, NR>(w0, row_bytes, xd, ldd, s, products);
+  for (; s + 8 <= blocks; s += 8) {
+    const uint8_t* base = w0 + C::kBlockBytes * s;
+    if constexpr (TM >= 2) {
+      alignas(32) float products[NR][TM][8];
+#pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) {
+        const __m256 dw = _mm256_cvtph_ps(G::scales(base + r * row_bytes));
+#pragma GCC unroll 8
+        for (int m = 0; m < TM; ++m) {
+          _mm256_store_ps(products[r][m], _mm256_mul_ps(dw, _mm256_loadu_ps(xd + m * ldd + s)));
+        }
+      }
 #pragma GCC unroll 2
       for (int k = 0; k < 8; ++k) {
         block(
-            s + k, [&](const uint8_t*, int r, int m) __attribute__((always_inline)) {
-              return _mm256_broadcast_ss(&products[r][m][k]);
+            s + k,
+            [&](int r)
+                __attribute__((always_inline)) { return G::payload(base + r * row_bytes, k); },
+            [&](int r, int m)
+                __attribute__((always_inline)) { return _mm256_broadcast_ss(&products[r][m][k]); });
+      }
+    } else {
+#pragma GCC unroll 2
+      for (int k = 0; k < 8; ++k) {
+        block(
+            s + k,
+            [&](int r)
+                __attribute__((always_inline)) { return G::payload(base + r * row_bytes, k); },
+            [&](int r, int m) __attribute__((always_inline)) {
+              return product(G::scale(base + r * row_bytes, k), m, s + k);
             });
       }
     }
   }
   for (; s < blocks; ++s) {
+    const uint8_t* b = w0 + C::kBlockBytes * s;
     block(
-        s, [&](const uint8_t* b, int, int m) __attribute__((always_inline)) {
-          return _mm256_mul_ps(_mm256_set1_ps(half_to_float(b)),
-                               _mm256_broadcast_ss(xd + m * ldd + s));
-        });
+        s, [&](int r) __attribute__((always_inline)) { return b + r * row_bytes + 2; },
+        [&](int r, int m)
+            __attribute__((always_inline)) { return product(b + r * row_bytes, m, s); });
   }
 #pragma GCC unroll 4
   for (int r = 0; r < NR; ++r) {
@@ -393,17 +422,25 @@ struct FloatTiles {
   }
 };
 
-template <class C>
+// kGrouped: the weights are a.packed in the scale-group layout, else a.w.
+template <class C, bool kGrouped>
 struct IntTiles {
   static constexpr int kMaxTm = 8;
   static constexpr int rows_for(int tm) { return detail::rows_for(tm); }
   template <int TM, int NR>
   static void tile(const MatmulArgs& a, int64_t row, int64_t m0) {
-    int_tile_kernel<C, TM, NR>(a.w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes, a.cols,
-                               a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 32), a.cols,
-                               a.y + m0 * a.rows + row, a.rows);
+    const uint8_t* w = kGrouped ? a.packed : a.w;
+    int_tile_kernel<C, kGrouped, TM, NR>(w + row * static_cast<int64_t>(a.row_bytes), a.row_bytes,
+                                         a.cols, a.xq + m0 * a.cols, a.xd + m0 * (a.cols / 32),
+                                         a.cols, a.y + m0 * a.rows + row, a.rows);
   }
 };
+
+template <class C>
+void run_int_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.packed != nullptr) return run_tiles<IntTiles<C, true>>(a, row_begin, row_end);
+  run_tiles<IntTiles<C, false>>(a, row_begin, row_end);
+}
 
 }  // namespace
 
@@ -412,9 +449,9 @@ void matmul_rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     case TensorType::F32: return run_tiles<FloatTiles<DecodeF32>>(a, row_begin, row_end);
     case TensorType::F16: return run_tiles<FloatTiles<DecodeF16>>(a, row_begin, row_end);
     case TensorType::BF16: return run_tiles<FloatTiles<DecodeBF16>>(a, row_begin, row_end);
-    case TensorType::Q8_0: return run_tiles<IntTiles<CodesQ8_0>>(a, row_begin, row_end);
-    case TensorType::Q4_0: return run_tiles<IntTiles<CodesQ4_0>>(a, row_begin, row_end);
-    case TensorType::Q5_0: return run_tiles<IntTiles<CodesQ5_0>>(a, row_begin, row_end);
+    case TensorType::Q8_0: return run_int_tiles<CodesQ8_0>(a, row_begin, row_end);
+    case TensorType::Q4_0: return run_int_tiles<CodesQ4_0>(a, row_begin, row_end);
+    case TensorType::Q5_0: return run_int_tiles<CodesQ5_0>(a, row_begin, row_end);
     case TensorType::Q4_K: return run_tiles<KQuantTiles<KQ4_K>>(a, row_begin, row_end);
     case TensorType::Q5_K: return run_tiles<KQuantTiles<KQ5_K>>(a, row_begin, row_end);
     case TensorType::Q6_K: return run_tiles<KQuantTiles<KQ6_K>>(a, row_begin, row_end);

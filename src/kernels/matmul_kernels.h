@@ -34,8 +34,9 @@ struct MatmulArgs {
   const int8_t* xq_blocked = nullptr;
   const float* xd_blocked = nullptr;
   const int32_t* xbias_blocked = nullptr;
-  // Q8_0/Q4_0 weights on the avx512 path: the same weights in kernels/packed_weights.h's layout,
-  // or null. When set, row ranges start at multiples of kPackedRows.
+  // The same weights in one of kernels/packed_weights.h's layouts, or null: Q8_0/Q4_0 on the
+  // avx512 path in the 16-lane layout (row ranges then start at multiples of kPackedRows), and
+  // Q8_0/Q4_0/Q5_0 on the avx2 path in the scale-group layout (row_bytes apart, like w).
   const uint8_t* packed = nullptr;
 };
 

@@ -86,24 +86,59 @@ void pack_rows(const tensor::Matrix& w, uint8_t* out, int threads) {
   for (auto& thread : team) thread.join();
 }
 
-tensor::Matrix with_packed_weights(tensor::Matrix w) {
-  if (packed_code_bytes(w.type) == 0 || current_isa() != Isa::kAvx512 || w.rows == 0 ||
-      w.cols == 0) {
-    return w;
+bool has_scale_groups(gguf::TensorType type) {
+  return type == gguf::TensorType::Q8_0 || type == gguf::TensorType::Q4_0 ||
+         type == gguf::TensorType::Q5_0;
+}
+
+void pack_scale_groups(const tensor::Matrix& w, uint8_t* out) {
+  AUGUR_CHECK(has_scale_groups(w.type), "pack_scale_groups takes Q8_0, Q4_0 or Q5_0 weights");
+  const size_t block_bytes = gguf::traits(w.type).block_bytes, payload = block_bytes - 2;
+  const int64_t groups = w.cols / 32 / 8;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const uint8_t* src = w.row(r);
+    uint8_t* dst = out + r * w.row_bytes;
+    for (int64_t g = 0; g < groups; ++g, src += 8 * block_bytes, dst += 8 * block_bytes) {
+      for (int k = 0; k < 8; ++k) {
+        std::memcpy(dst + 2 * k, src + block_bytes * k, 2);
+        std::memcpy(dst + 16 + payload * k, src + block_bytes * k + 2, payload);
+      }
+    }
+    std::memcpy(dst, src, w.row(r) + w.row_bytes - src);
   }
-  // In 2 MB pages where the kernel allows: a large model's copy would otherwise cost a page fault
-  // per 4 KB while packing (half the load time of zoo-wide) and a TLB miss every 4 KB of the
-  // stream.
+}
+
+namespace {
+
+// A buffer of `bytes` for a packed copy, in 2 MB pages where the kernel allows: a large model's
+// copy would otherwise cost a page fault per 4 KB while packing (half the load time of zoo-wide)
+// and a TLB miss every 4 KB of the stream.
+std::shared_ptr<uint8_t> packed_buffer(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t bytes = packed_bytes(w.type, w.rows, w.cols);
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
   const size_t capacity = (bytes + align - 1) / align * align;
   auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(align, capacity));
   if (buffer == nullptr) throw std::bad_alloc();
   if (align == kHugePage) ::madvise(buffer, capacity, MADV_HUGEPAGE);
-  w.packed = std::shared_ptr<const uint8_t>(
-      buffer, [](const uint8_t* p) { std::free(const_cast<uint8_t*>(p)); });
-  pack_rows(w, buffer);
+  return std::shared_ptr<uint8_t>(buffer, [](uint8_t* p) { std::free(p); });
+}
+
+}  // namespace
+
+tensor::Matrix with_packed_weights(tensor::Matrix w) {
+  if (w.rows == 0 || w.cols == 0) return w;
+  const Isa isa = current_isa();
+  if (isa == Isa::kAvx512 && packed_code_bytes(w.type) > 0) {
+    auto buffer = packed_buffer(packed_bytes(w.type, w.rows, w.cols));
+    pack_rows(w, buffer.get());
+    w.packed = std::move(buffer);
+    w.packed_layout = tensor::Matrix::Layout::kLanes16;
+  } else if (isa == Isa::kAvx2 && has_scale_groups(w.type)) {
+    auto buffer = packed_buffer(static_cast<size_t>(w.rows) * w.row_bytes);
+    pack_scale_groups(w, buffer.get());
+    w.packed = std::move(buffer);
+    w.packed_layout = tensor::Matrix::Layout::kScaleGroups;
+  }
   return w;
 }
 

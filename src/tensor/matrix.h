@@ -41,6 +41,9 @@ struct Matrix {
   // at load for the path in use; null when every path reads `data`. Kernels of other paths, and
   // everything that is not a matrix product, read `data`.
   std::shared_ptr<const uint8_t> packed;
+  // Which of kernels/packed_weights.h's layouts `packed` holds (kNone when it is null).
+  enum class Layout : uint8_t { kNone, kLanes16, kScaleGroups };
+  Layout packed_layout = Layout::kNone;
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
   // From a 2-D tensor (a 1-D tensor is a single row); throws FormatError naming the tensor for
   // rank > 2, Unsupported naming the tensor and its type when has_decoder(type) is false.

@@ -561,6 +561,92 @@ TEST(Matmul, PackedWeightsAreTheSameOnAnyThreadCount) {
 
 // Scales that reach the int16 and int32 limits of the K-quant kernels: every code and scale at its
 // maximum, activations at +-127 (one large value per super-block sets the scale), mixed signs.
+// The scale-group layout (packed_weights.h): in each run of eight whole blocks the eight scales
+// come first, then the eight payloads in order; later blocks are copied as they are. Read back
+// block by block from the description, every row gives the GGUF bytes again.
+TEST(Matmul, ScaleGroupLayoutPutsEachRunOfEightScalesFirst) {
+  uint32_t seed = 1700;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0}) {
+    for (int64_t cols : {32, 256, 320, 736}) {  // 1, 8, 10 and 23 blocks
+      const auto w = make_weights(type, 5, cols, seed++);
+      const size_t block = gguf::traits(type).block_bytes, payload = block - 2;
+      const int64_t blocks = cols / 32, whole = blocks / 8 * 8;
+      std::vector<uint8_t> packed(w.bytes.size(), 0xA5);
+      pack_scale_groups(w.matrix, packed.data());
+      std::vector<uint8_t> back(w.bytes.size());
+      for (int64_t r = 0; r < 5; ++r) {
+        const uint8_t* row = packed.data() + r * w.matrix.row_bytes;
+        for (int64_t s = 0; s < blocks; ++s) {
+          uint8_t* out = back.data() + r * w.matrix.row_bytes + block * s;
+          if (s < whole) {
+            const uint8_t* group = row + block * (s / 8 * 8);
+            std::memcpy(out, group + 2 * (s % 8), 2);
+            std::memcpy(out + 2, group + 16 + payload * (s % 8), payload);
+          } else {
+            std::memcpy(out, row + block * s, block);
+          }
+        }
+      }
+      EXPECT_EQ(back, w.bytes) << gguf::type_name(type) << " cols " << cols;
+      if (whole > 0) {
+        EXPECT_NE(packed, w.bytes) << gguf::type_name(type) << " cols " << cols;
+      }
+    }
+  }
+}
+
+// A packed copy is read only by the path whose layout it holds (packed_layout); every other path
+// reads `data`. Each copy is tagged with each layout in turn and run on every path this CPU has:
+// a path reading its own layout gives the bits of the unpacked matrix, and one reading a copy
+// tagged with its layout but holding zeros gives zeros (so it really reads the copy), while a path
+// of the other layout ignores the copy whatever it holds.
+TEST(Matmul, EachPathReadsOnlyAPackedCopyInItsOwnLayout) {
+  using Layout = tensor::Matrix::Layout;
+  ThreadPool pool(2);
+  uint32_t seed = 1800;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0}) {
+    const auto w = make_weights(type, 32, 512, seed++);
+    const auto x = random_activations(3, 512, seed++);
+    std::vector<uint8_t> groups(w.bytes.size());
+    const std::vector<uint8_t> zeros(w.bytes.size() + (1 << 16), 0);
+    pack_scale_groups(w.matrix, groups.data());
+    std::vector<uint8_t> lanes;
+    if (packed_code_bytes(type) > 0) {
+      lanes.resize(packed_bytes(type, 32, 512));
+      pack_rows(w.matrix, lanes.data(), 1);
+    }
+    for (Isa isa : supported_isas()) {
+      set_isa_for_testing(isa);
+      const Layout own = isa == Isa::kAvx2                                    ? Layout::kScaleGroups
+                         : isa == Isa::kAvx512 && packed_code_bytes(type) > 0 ? Layout::kLanes16
+                                                                              : Layout::kNone;
+      std::vector<float> plain(3 * 32);
+      matmul(w.matrix, x.data(), 3, plain.data(), pool);
+      for (Layout layout : {Layout::kScaleGroups, Layout::kLanes16}) {
+        const auto& copy = layout == Layout::kScaleGroups ? groups : lanes;
+        if (copy.empty()) continue;
+        for (const std::vector<uint8_t>* bytes : {&copy, &zeros}) {
+          tensor::Matrix m = w.matrix;
+          m.packed = std::shared_ptr<const uint8_t>(bytes->data(), [](const uint8_t*) {});
+          m.packed_layout = layout;
+          std::vector<float> y(plain.size(), NAN);
+          matmul(m, x.data(), 3, y.data(), pool);
+          const std::string what = std::string(gguf::type_name(type)) + " " +
+                                   std::string(isa_name(isa)) +
+                                   (layout == Layout::kScaleGroups ? " scale groups" : " lanes16") +
+                                   (bytes == &zeros ? " of zeros" : "");
+          if (layout == own && bytes == &zeros) {
+            EXPECT_EQ(y, std::vector<float>(plain.size(), 0.0f)) << what;
+          } else {
+            EXPECT_EQ(std::memcmp(y.data(), plain.data(), y.size() * 4), 0) << what;
+          }
+        }
+      }
+    }
+  }
+  set_isa_for_testing(select_isa(nullptr));
+}
+
 TEST(Matmul, KQuantKernelsAgreeAtExtremeCodesAndScales) {
   if (supported_isas().size() < 2) GTEST_SKIP() << "this CPU has only the scalar path";
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
