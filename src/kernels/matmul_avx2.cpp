@@ -189,8 +189,8 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
   int64_t s = 0;
   for (; s + 8 <= blocks; s += 8) {
     const uint8_t* base = w0 + C::kBlockBytes * s;
+    alignas(32) float products[NR][TM][8];
     if constexpr (TM >= 2) {
-      alignas(32) float products[NR][TM][8];
 #pragma GCC unroll 4
       for (int r = 0; r < NR; ++r) {
         const __m256 dw = _mm256_cvtph_ps(G::scales(base + r * row_bytes));
@@ -199,26 +199,19 @@ void int_tile_kernel(const uint8_t* w0, size_t row_bytes, int64_t cols, const in
           _mm256_store_ps(products[r][m], _mm256_mul_ps(dw, _mm256_loadu_ps(xd + m * ldd + s)));
         }
       }
+    }
 #pragma GCC unroll 2
-      for (int k = 0; k < 8; ++k) {
-        block(
-            s + k,
-            [&](int r)
-                __attribute__((always_inline)) { return G::payload(base + r * row_bytes, k); },
-            [&](int r, int m)
-                __attribute__((always_inline)) { return _mm256_broadcast_ss(&products[r][m][k]); });
-      }
-    } else {
-#pragma GCC unroll 2
-      for (int k = 0; k < 8; ++k) {
-        block(
-            s + k,
-            [&](int r)
-                __attribute__((always_inline)) { return G::payload(base + r * row_bytes, k); },
-            [&](int r, int m) __attribute__((always_inline)) {
+    for (int k = 0; k < 8; ++k) {
+      block(
+          s + k,
+          [&](int r) __attribute__((always_inline)) { return G::payload(base + r * row_bytes, k); },
+          [&](int r, int m) __attribute__((always_inline)) {
+            if constexpr (TM >= 2) {
+              return _mm256_broadcast_ss(&products[r][m][k]);
+            } else {
               return product(G::scale(base + r * row_bytes, k), m, s + k);
-            });
-      }
+            }
+          });
     }
   }
   for (; s < blocks; ++s) {
