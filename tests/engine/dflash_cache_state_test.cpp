@@ -25,25 +25,35 @@ namespace {
 using testing::Defect;
 using testing::Outcome;
 
-// Empty when the drafter's cache equals one built from scratch for its rows' tokens.
-std::string cache_difference(const model::Model& target, const model::heads::DFlash& head,
-                             const spec::DFlashDrafter& drafter, kernels::ThreadPool& pool) {
-  const std::vector<int32_t>& tokens = drafter.row_tokens();
-  const int64_t rows = drafter.cache().size();
-  if (static_cast<int64_t>(tokens.size()) != rows) return "row tokens do not match the rows";
-  if (rows == 0) return "";
-  const std::vector<float> features =
-      testing::target_features(target, head.target_layers(), tokens, pool);
-  std::vector<int32_t> positions(static_cast<size_t>(rows));
-  std::iota(positions.begin(), positions.end(), 0);
-
-  cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
-  model::Evaluator head_eval(head, pool, rows, rows);
-  head_eval.forward(tokens, positions, {}, want.memory(), nullptr, -1,
-                    {.hidden_in = features.data()});
-  want.commit(rows);
-  auto& got = const_cast<cache::ModelCache&>(drafter.cache());
-  return testing::first_cache_difference(got.memory(), want.memory(), rows);
+// The cache built from scratch for the rows of `committed` (all but the carry): their features
+// from one target forward, injected in one drafter forward.
+testing::CacheStateProbe probe(const model::Model& target, const model::heads::DFlash& head,
+                               spec::DFlashDrafter& drafter, kernels::ThreadPool& pool) {
+  testing::CacheStateProbe p;
+  p.memory = [&drafter]() -> model::Memory& {
+    return const_cast<cache::ModelCache&>(drafter.cache()).memory();
+  };
+  p.claimed_tokens = [&drafter] { return drafter.row_tokens(); };
+  p.expected_tokens = [](std::span<const int32_t> committed, int64_t rows) {
+    const auto held = committed.first(static_cast<size_t>(rows));
+    return std::vector<int32_t>(held.begin(), held.end());
+  };
+  p.reference = [&](std::span<const int32_t> committed) {
+    const std::span<const int32_t> tokens = committed.first(committed.size() - 1);
+    const auto rows = static_cast<int64_t>(tokens.size());
+    const std::vector<float> features =
+        testing::target_features(target, head.target_layers(), tokens, pool);
+    std::vector<int32_t> positions(static_cast<size_t>(rows));
+    std::iota(positions.begin(), positions.end(), 0);
+    auto want = std::make_unique<cache::ModelCache>(
+        head, cache::CacheOptions{.capacity = rows, .max_batch = rows});
+    model::Evaluator head_eval(head, pool, rows, rows);
+    head_eval.forward(tokens, positions, {}, want->memory(), nullptr, -1,
+                      {.hidden_in = features.data()});
+    want->commit(rows);
+    return want;
+  };
+  return p;
 }
 
 Outcome run(Defect defect, float temperature) {
@@ -55,7 +65,7 @@ Outcome run(Defect defect, float temperature) {
   auto& inner = const_cast<spec::DFlashDrafter&>(*holder.dflash_drafter);
   const auto& head = static_cast<const model::heads::DFlash&>(*holder.head);
   return testing::run_cache_state(*target, pool, inner, defect, temperature,
-                                  [&] { return cache_difference(*target, head, inner, pool); });
+                                  probe(*target, head, inner, pool));
 }
 
 class DFlashCacheState : public ::testing::Test {

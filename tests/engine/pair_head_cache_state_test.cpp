@@ -1,8 +1,8 @@
 // After every speculative cycle a pair-head drafter's cache (an EAGLE-3 head, or a target's MTP
 // layer) holds exactly the pairs of committed tokens (t_{P+1}, g_P), g_P fused from the target's
-// features of committed row P (MTP: h_P, at position P + 1): compared byte
-// for byte with a cache built from scratch — one target forward over the committed tokens with
-// feature capture, then one head forward over all their pairs — after each cycle of greedy and
+// features of committed row P (MTP: h_P, at position P + 1): compared byte for byte with a cache
+// built from scratch — one target forward over the committed tokens with feature capture, then one
+// head forward over all their pairs (support/cache_state_run.h) — after each cycle of greedy and
 // sampled runs at k in {1, 4, 8}, prefix reuse across runs included.
 //
 // Planted defects, each fed through the real DraftSource interface by a wrapper around the real
@@ -35,29 +35,36 @@ namespace {
 using testing::Defect;
 using testing::Outcome;
 
-// Empty when the drafter's cache equals one built from scratch for its committed pairs.
-std::string cache_difference(const model::Model& target, const model::heads::PairHead& head,
-                             const spec::PairHeadDrafter& drafter, kernels::ThreadPool& pool) {
-  const std::vector<int32_t>& tokens = drafter.pair_tokens();
-  const int64_t rows = drafter.cache().size();
-  if (rows == 0) return tokens.empty() ? "" : "tokens without rows";
-  if (static_cast<int64_t>(tokens.size()) != rows + 1) return "pair tokens do not match the rows";
-  const std::vector<float> features = testing::target_features(
-      target, head.target_layers(),
-      std::span<const int32_t>(tokens).first(static_cast<size_t>(rows)), pool);
-  std::vector<int32_t> positions(static_cast<size_t>(rows));
-  std::iota(positions.begin(), positions.end(), 0);
-  std::vector<float> g(static_cast<size_t>(rows * head.hidden_in_width()));
-  head.fuse(features.data(), rows, g.data(), pool);
-  for (int32_t& p : positions) p += head.position_offset();
-
-  cache::ModelCache want(head, {.capacity = rows, .max_batch = rows});
-  model::Evaluator head_eval(head, pool, rows, rows);
-  head_eval.forward(std::span<const int32_t>(tokens).subspan(1), positions, {}, want.memory(),
-                    nullptr, -1, {.hidden_in = g.data()});
-  want.commit(rows);
-  auto& got = const_cast<cache::ModelCache&>(drafter.cache());
-  return testing::first_cache_difference(got.memory(), want.memory(), rows);
+// The cache built from scratch for the pairs of `committed`: features of every row but the carry
+// from one target forward, fused, then one head forward over the pairs.
+testing::CacheStateProbe probe(const model::Model& target, const model::heads::PairHead& head,
+                               spec::PairHeadDrafter& drafter, kernels::ThreadPool& pool) {
+  testing::CacheStateProbe p;
+  p.memory = [&drafter]() -> model::Memory& {
+    return const_cast<cache::ModelCache&>(drafter.cache()).memory();
+  };
+  p.claimed_tokens = [&drafter] { return drafter.pair_tokens(); };
+  p.expected_tokens = [](std::span<const int32_t> committed, int64_t rows) {
+    const auto pairs = committed.first(static_cast<size_t>(rows) + 1);  // row P pairs t_{P+1}
+    return std::vector<int32_t>(pairs.begin(), pairs.end());
+  };
+  p.reference = [&](std::span<const int32_t> tokens) {
+    const auto rows = static_cast<int64_t>(tokens.size()) - 1;
+    const std::vector<float> features = testing::target_features(
+        target, head.target_layers(), tokens.first(static_cast<size_t>(rows)), pool);
+    std::vector<int32_t> positions(static_cast<size_t>(rows));
+    std::iota(positions.begin(), positions.end(), head.position_offset());
+    std::vector<float> g(static_cast<size_t>(rows * head.hidden_in_width()));
+    head.fuse(features.data(), rows, g.data(), pool);
+    auto want = std::make_unique<cache::ModelCache>(
+        head, cache::CacheOptions{.capacity = rows, .max_batch = rows});
+    model::Evaluator head_eval(head, pool, rows, rows);
+    head_eval.forward(tokens.subspan(1), positions, {}, want->memory(), nullptr, -1,
+                      {.hidden_in = g.data()});
+    want->commit(rows);
+    return want;
+  };
+  return p;
 }
 
 // zoo-target with the EAGLE-3 echo head, or (mtp) zoo-target with an echo MTP layer appended.
@@ -82,7 +89,7 @@ Outcome run(Defect defect, float temperature, bool mtp = false) {
   auto& inner = static_cast<spec::PairHeadDrafter&>(*holder.drafter);
   const auto& head = mtp ? *mtp_head : static_cast<const model::heads::PairHead&>(*holder.head);
   return testing::run_cache_state(*target, pool, inner, defect, temperature,
-                                  [&] { return cache_difference(*target, head, inner, pool); });
+                                  probe(*target, head, inner, pool));
 }
 
 class PairHeadCacheState : public ::testing::Test {
