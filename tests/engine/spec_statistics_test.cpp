@@ -196,15 +196,27 @@ struct ModelPair {
   int64_t n_ctx = 0;
 };
 
-// The exact and two-sample tests above, for speculative decoding with `drafter` against AR.
-void expect_sampled_law(ModelPair& m, spec::DraftSource& drafter) {
+// The AR arm of each prompt: what every drafter's arm is compared with.
+std::vector<ArmSamples> ar_arms(ModelPair& m) {
+  Generator gen(*m.target.model, m.target.pool, m.n_ctx, 512);
+  std::vector<ArmSamples> arms;
+  for (size_t p = 0; p < m.prompts.size(); ++p) {
+    arms.push_back(run_arm(gen, m.prompts[p], m.sampler, 2000 + p, kRuns, nullptr, nullptr));
+  }
+  return arms;
+}
+
+// The exact and two-sample tests above, for speculative decoding with `drafter` against the AR
+// arms of the same target (`ar`, one per prompt).
+void expect_sampled_law(ModelPair& m, spec::DraftSource& drafter,
+                        const std::vector<ArmSamples>& ar_of_prompt) {
   Generator gen(*m.target.model, m.target.pool, m.n_ctx, 512);
   std::vector<ChiSquare> exact_spec, exact_ar;
   std::vector<std::vector<ChiSquare>> later(kPredict - kFirstLaterPosition);
   for (size_t p = 0; p < m.prompts.size(); ++p) {
     const auto& prompt = m.prompts[p];
     const ArmSamples spec = run_arm(gen, prompt, m.sampler, 1000 + p, kRuns, &drafter, nullptr);
-    const ArmSamples ar = run_arm(gen, prompt, m.sampler, 2000 + p, kRuns, nullptr, nullptr);
+    const ArmSamples& ar = ar_of_prompt.at(p);
     // Every path of the acceptance rule must have been taken, at g2 and overall.
     EXPECT_GT(spec.first_rejected, 0) << "prompt " << p;
     EXPECT_GT(spec.first_full, 0) << "prompt " << p;
@@ -245,48 +257,66 @@ void expect_sampled_law(ModelPair& m, spec::DraftSource& drafter) {
   }
 }
 
-TEST(SpecStatistics, SampledSpeculativeTokensFollowTheArLaw) {
+// The draft model, the auto policy, an EAGLE-3 head and a DFlash drafter on zoo-target, each
+// against one AR arm per prompt: an arm costs as much as a drafter's, and one process runs it once.
+TEST(SpecStatistics, SampledTokensOfEachDrafterFollowTheArLaw) {
   ModelPair m;
-  spec::ModelDrafter drafter(*m.draft, m.target.pool, m.n_ctx, 512);
-  expect_sampled_law(m, drafter);
-}
-
-// The auto policy over the draft model, n-gram lookup and layer-skip, with its live costs: every
-// cycle may change the source and k, and the law must not notice.
-TEST(SpecStatistics, SampledAutoPolicyTokensFollowTheArLaw) {
-  ModelPair m;
-  auto drafter = spec::make_auto_drafter(spec::all_auto_sources(true), *m.target.model,
-                                         m.draft.get(), m.target.pool, m.n_ctx, 512, kDraftMax);
-  std::ostringstream log;  // one JSON line per cycle of every run
-  drafter->set_log(&log);
-  expect_sampled_law(m, *drafter);
-  // Over all runs it drafted from more than one source, at more than one length.
-  std::map<std::string, int64_t> cycles_by_source;
-  std::set<int> lengths;
-  std::istringstream lines(log.str());
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = nlohmann::json::parse(line);
-    if (j["drafted"].get<int>() == 0) continue;
-    ++cycles_by_source[j["source"].get<std::string>()];
-    lengths.insert(j["drafted"].get<int>());
+  const std::vector<ArmSamples> ar = ar_arms(m);
+  {
+    SCOPED_TRACE("draft model");
+    std::printf("[ drafter  ] zoo-draft\n");
+    spec::ModelDrafter drafter(*m.draft, m.target.pool, m.n_ctx, 512);
+    expect_sampled_law(m, drafter, ar);
   }
-  std::printf("[ auto     ] drafting cycles by source:");
-  for (const auto& [source, n] : cycles_by_source) {
-    std::printf(" %s %lld", source.c_str(), static_cast<long long>(n));
+  {
+    // The auto policy over the draft model, n-gram lookup and layer-skip, with its live costs:
+    // every cycle may change the source and k, and the law must not notice.
+    SCOPED_TRACE("auto policy");
+    std::printf("[ drafter  ] auto\n");
+    auto drafter = spec::make_auto_drafter(spec::all_auto_sources(true), *m.target.model,
+                                           m.draft.get(), m.target.pool, m.n_ctx, 512, kDraftMax);
+    std::ostringstream log;  // one JSON line per cycle of every run
+    drafter->set_log(&log);
+    expect_sampled_law(m, *drafter, ar);
+    // Over all runs it drafted from more than one source, at more than one length.
+    std::map<std::string, int64_t> cycles_by_source;
+    std::set<int> lengths;
+    std::istringstream lines(log.str());
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["drafted"].get<int>() == 0) continue;
+      ++cycles_by_source[j["source"].get<std::string>()];
+      lengths.insert(j["drafted"].get<int>());
+    }
+    std::printf("[ auto     ] drafting cycles by source:");
+    for (const auto& [source, n] : cycles_by_source) {
+      std::printf(" %s %lld", source.c_str(), static_cast<long long>(n));
+    }
+    std::printf("; %zu block lengths\n", lengths.size());
+    EXPECT_GE(cycles_by_source.size(), 2u);
+    EXPECT_GE(lengths.size(), 2u);
   }
-  std::printf("; %zu block lengths\n", lengths.size());
-  EXPECT_GE(cycles_by_source.size(), 2u);
-  EXPECT_GE(lengths.size(), 2u);
-}
-
-// An EAGLE-3 head (the trained one for zoo-target, models/DRAFTERS.md) drafts from its own
-// distribution with a soft q, reading the target's features captured in the verify forwards.
-TEST(SpecStatistics, SampledEagle3TokensFollowTheArLaw) {
-  ModelPair m;
-  const auto head = model::heads::Eagle3::load(
-      testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
-  spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
-  expect_sampled_law(m, drafter);
+  {
+    // An EAGLE-3 head (the trained one for zoo-target, models/DRAFTERS.md) drafts from its own
+    // distribution with a soft q, reading the target's features captured in the verify forwards.
+    SCOPED_TRACE("EAGLE-3 head");
+    std::printf("[ drafter  ] eagle3\n");
+    const auto head = model::heads::Eagle3::load(
+        testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
+    spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
+    expect_sampled_law(m, drafter, ar);
+  }
+  {
+    // A DFlash drafter (the trained one for zoo-target) draws every draft of a block from its own
+    // row's distribution, none conditioned on the drafts before it: the acceptance rule needs
+    // only that each q_j is the law d_j was drawn from.
+    SCOPED_TRACE("DFlash drafter");
+    std::printf("[ drafter  ] dflash\n");
+    const auto head = model::heads::DFlash::load(
+        testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf", *m.target.model);
+    spec::DFlashDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
+    expect_sampled_law(m, drafter, ar);
+  }
 }
 
 // A target's MTP layer (here an echo layer appended to zoo-target, support/mtp_targets.h) drafts
@@ -298,18 +328,7 @@ TEST(SpecStatistics, SampledMtpTokensFollowTheArLaw) {
   std::filesystem::remove(path);  // the mapping stays valid
   const auto head = model::heads::NextN::load(*m.target.model);
   spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
-  expect_sampled_law(m, drafter);
-}
-
-// A DFlash drafter (the trained one for zoo-target) draws every draft of a block from its own
-// row's distribution, none conditioned on the drafts before it: the acceptance rule needs only
-// that each q_j is the law d_j was drawn from.
-TEST(SpecStatistics, SampledDFlashTokensFollowTheArLaw) {
-  ModelPair m;
-  const auto head = model::heads::DFlash::load(
-      testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf", *m.target.model);
-  spec::DFlashDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
-  expect_sampled_law(m, drafter);
+  expect_sampled_law(m, drafter, ar_arms(m));
 }
 
 TEST(SpecStatistics, ExactTestRejectsResidualDrawnFromTarget) {
