@@ -14,10 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Sampling-law tests (hundreds of sampled runs each), the drafter cache-state checks (a fresh
-# forward over the whole context after every cycle), the zoo models' long greedy runs, and the
+# Sampling-law tests (hundreds of sampled runs each), the zoo models' long greedy runs, and the
 # short benchmark: each one's code paths also run, at smaller sizes, in tests that stay here.
-slow='^(SpecStatistics\.|PairHeadCacheState\.|DFlashCacheState\.|ShortBench\.|ZooModels/|Models/SpecEquivalence\..*/zoo_|isa_scalar:Models/SpecEquivalence)'
+# (The drafter cache-state checks stay since they became linear: 143 s on 2 cores under ASan.)
+slow='^(SpecStatistics\.|ShortBench\.|ZooModels/|Models/SpecEquivalence\..*/zoo_|isa_scalar:Models/SpecEquivalence)'
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
   -DAUGUR_FUZZ=ON >/dev/null
