@@ -257,6 +257,18 @@ void expect_sampled_law(ModelPair& m, spec::DraftSource& drafter,
   }
 }
 
+// expect_sampled_law for a drafter trained for zoo-target (models/DRAFTERS.md): `file` under
+// models/, loaded as a Head and run by a Drafter.
+template <class Head, class Drafter>
+void expect_trained_drafter_law(ModelPair& m, const std::vector<ArmSamples>& ar, const char* name,
+                                const char* file) {
+  SCOPED_TRACE(name);
+  std::printf("[ drafter  ] %s\n", name);
+  const auto head = Head::load(testing::source_dir() / "models" / file, *m.target.model);
+  Drafter drafter(*head, m.target.pool, m.n_ctx, 512);
+  expect_sampled_law(m, drafter, ar);
+}
+
 // The draft model, the auto policy, an EAGLE-3 head and a DFlash drafter on zoo-target, each
 // against one AR arm per prompt: an arm costs as much as a drafter's, and one process runs it once.
 TEST(SpecStatistics, SampledTokensOfEachDrafterFollowTheArLaw) {
@@ -296,27 +308,14 @@ TEST(SpecStatistics, SampledTokensOfEachDrafterFollowTheArLaw) {
     EXPECT_GE(cycles_by_source.size(), 2u);
     EXPECT_GE(lengths.size(), 2u);
   }
-  {
-    // An EAGLE-3 head (the trained one for zoo-target, models/DRAFTERS.md) drafts from its own
-    // distribution with a soft q, reading the target's features captured in the verify forwards.
-    SCOPED_TRACE("EAGLE-3 head");
-    std::printf("[ drafter  ] eagle3\n");
-    const auto head = model::heads::Eagle3::load(
-        testing::source_dir() / "models" / "zoo-target-eagle3-f16.gguf", *m.target.model);
-    spec::PairHeadDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
-    expect_sampled_law(m, drafter, ar);
-  }
-  {
-    // A DFlash drafter (the trained one for zoo-target) draws every draft of a block from its own
-    // row's distribution, none conditioned on the drafts before it: the acceptance rule needs
-    // only that each q_j is the law d_j was drawn from.
-    SCOPED_TRACE("DFlash drafter");
-    std::printf("[ drafter  ] dflash\n");
-    const auto head = model::heads::DFlash::load(
-        testing::source_dir() / "models" / "zoo-target-dflash-f16.gguf", *m.target.model);
-    spec::DFlashDrafter drafter(*head, m.target.pool, m.n_ctx, 512);
-    expect_sampled_law(m, drafter, ar);
-  }
+  // An EAGLE-3 head drafts from its own distribution with a soft q, reading the target's
+  // features captured in the verify forwards. A DFlash drafter draws every draft of a block from
+  // its own row's distribution, none conditioned on the drafts before it: the acceptance rule
+  // needs only that each q_j is the law d_j was drawn from.
+  expect_trained_drafter_law<model::heads::Eagle3, spec::PairHeadDrafter>(
+      m, ar, "eagle3", "zoo-target-eagle3-f16.gguf");
+  expect_trained_drafter_law<model::heads::DFlash, spec::DFlashDrafter>(
+      m, ar, "dflash", "zoo-target-dflash-f16.gguf");
 }
 
 // A target's MTP layer (here an echo layer appended to zoo-target, support/mtp_targets.h) drafts
