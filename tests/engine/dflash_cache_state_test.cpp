@@ -4,7 +4,8 @@
 // target forward over those tokens with feature capture, then one injection of all their rows —
 // after each cycle of greedy and sampled runs at k in {1, 4, 8}, prefix reuse included.
 // Planted defects (support/feature_tamperer.h: next-row features, a verify's features replaced
-// by the previous verify's stale ones, the prompt's one position late) must be caught.
+// by the previous verify's stale ones, the prompt's one position late, a context one token short,
+// a wrong list of the rows' tokens) must be caught, each by the check meant for it.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -82,11 +83,12 @@ TEST_F(DFlashCacheState, HoldsExactlyTheCommittedRowsAfterEveryCycle) {
   }
 }
 
-TEST_F(DFlashCacheState, PlantedFeatureDefectsAreCaught) {
-  for (const Defect d :
-       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
-    const Outcome o = run(d, 0.0f);
-    EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(d) << " went unnoticed";
+TEST_F(DFlashCacheState, PlantedDefectsAreCaught) {
+  for (const auto& [defect, caught_by] : testing::kPlantedDefects) {
+    const Outcome o = run(defect, 0.0f);
+    EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(defect) << " went unnoticed";
+    EXPECT_NE(o.first_difference.find(caught_by), std::string::npos)
+        << "defect " << static_cast<int>(defect) << " was not caught by the check meant for it";
   }
 }
 

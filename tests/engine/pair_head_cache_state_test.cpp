@@ -8,7 +8,9 @@
 // Planted defects, each fed through the real DraftSource interface by a wrapper around the real
 // drafter, must be caught: (a) features of the next row handed over for each row (an off-by-one
 // in the capture), (b) a verify's features replaced by the previous verify's (stale rows), (c)
-// the prompt's features handed over one position late (a prefill offset).
+// the prompt's features handed over one position late (a prefill offset), (d) each proposal's
+// context one token short (rows lagging, a correct prefix still: the row bound's case), (e) the
+// drafter's list of its rows' tokens wrong in its last token (the token check's case).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,12 +109,20 @@ TEST_F(PairHeadCacheState, HoldsExactlyTheCommittedPairsAfterEveryCycle) {
   }
 }
 
-TEST_F(PairHeadCacheState, PlantedFeatureDefectsAreCaught) {
-  for (const Defect d :
-       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
-    const Outcome o = run(d, 0.0f);
-    EXPECT_NE(o.first_difference, "") << "defect " << static_cast<int>(d) << " went unnoticed";
+// Each planted defect is caught, by the check meant for it.
+void expect_planted_defects_caught(bool mtp) {
+  for (const auto& [defect, caught_by] : testing::kPlantedDefects) {
+    const Outcome o = run(defect, 0.0f, mtp);
+    const std::string what = std::string(mtp ? "MTP" : "EAGLE-3") + ", defect " +
+                             std::to_string(static_cast<int>(defect));
+    EXPECT_NE(o.first_difference, "") << what << " went unnoticed";
+    EXPECT_NE(o.first_difference.find(caught_by), std::string::npos)
+        << what << " was not caught by the check meant for it";
   }
+}
+
+TEST_F(PairHeadCacheState, PlantedDefectsAreCaught) {
+  expect_planted_defects_caught(false);
 }
 
 TEST_F(PairHeadCacheState, MtpLayerHoldsExactlyTheCommittedPairsAfterEveryCycle) {
@@ -122,11 +132,7 @@ TEST_F(PairHeadCacheState, MtpLayerHoldsExactlyTheCommittedPairsAfterEveryCycle)
     EXPECT_GT(o.drafted, 0) << "T=" << temperature;
     EXPECT_LT(o.accepted, o.drafted) << "T=" << temperature;
   }
-  for (const Defect d :
-       {Defect::kNextRowFeatures, Defect::kStaleVerifyFeatures, Defect::kPromptOneLate}) {
-    const Outcome o = run(d, 0.0f, /*mtp=*/true);
-    EXPECT_NE(o.first_difference, "") << "MTP: defect " << static_cast<int>(d) << " went unnoticed";
-  }
+  expect_planted_defects_caught(/*mtp=*/true);
 }
 
 }  // namespace

@@ -43,6 +43,21 @@ inline std::vector<float> target_features(const model::Model& target, std::span<
   return features;
 }
 
+// Every planted defect, and a piece of the message of the check that must catch it ("": any).
+// The feature defects break the rows, which the comparison with a scratch cache sees; the other
+// two leave the rows right, so only the row bound or the token check can see them.
+struct PlantedDefect {
+  Defect defect;
+  const char* caught_by;
+};
+inline constexpr PlantedDefect kPlantedDefects[] = {
+    {Defect::kNextRowFeatures, ""},
+    {Defect::kStaleVerifyFeatures, ""},
+    {Defect::kPromptOneLate, ""},
+    {Defect::kContextOneShort, " covered before the cycle"},
+    {Defect::kClaimsWrongTokens, "its tokens are not the committed ones"},
+};
+
 struct Outcome {
   int64_t cycles = 0, drafted = 0, accepted = 0;
   std::string first_difference;  // with the cycle it was seen after
@@ -110,7 +125,14 @@ inline std::string first_run_difference(std::vector<CycleSnapshot>& snapshots,
 // scratch for the committed tokens (empty: it always was).
 inline Outcome run_cache_state(const model::Model& target, kernels::ThreadPool& pool,
                                spec::DraftSource& inner, Defect defect, float temperature,
-                               const CacheStateProbe& probe) {
+                               CacheStateProbe probe) {
+  if (defect == Defect::kClaimsWrongTokens) {
+    probe.claimed_tokens = [claimed = probe.claimed_tokens] {
+      std::vector<int32_t> tokens = claimed();
+      if (!tokens.empty()) tokens.back() ^= 1;
+      return tokens;
+    };
+  }
   const auto prompts = zoo_prompts(target, 2);
   const int64_t n_ctx = 512, ubatch = 16;
   FeatureTamperer drafter(inner, defect);

@@ -1,5 +1,6 @@
 // A DraftSource wrapper for cache-state tests of drafters that read the target: it forwards
-// everything to the real drafter, altering the features it is handed per a planted Defect.
+// everything to the real drafter, altering the features or the context it is handed per a planted
+// Defect.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +13,18 @@
 
 namespace augur::testing {
 
-enum class Defect { kNone, kNextRowFeatures, kStaleVerifyFeatures, kPromptOneLate };
+enum class Defect {
+  kNone,
+  kNextRowFeatures,
+  kStaleVerifyFeatures,
+  kPromptOneLate,
+  // Each proposal gets the context without its last token: the drafter's rows lag one token more
+  // than they may, yet stay a correct prefix, so only the runner's row bound can notice.
+  kContextOneShort,
+  // The drafter's list of the tokens its rows are for comes back with its last token changed
+  // (applied by run_cache_state to what the probe reads): the rows stay right, the list does not.
+  kClaimsWrongTokens,
+};
 
 // Forwards everything to the real drafter, altering the features it is given per `defect`.
 class FeatureTamperer final : public spec::DraftSource {
@@ -28,7 +40,15 @@ class FeatureTamperer final : public spec::DraftSource {
     inner_.begin(prompt);
   }
   void reset() override { inner_.reset(); }
-  void propose(const spec::DraftRequest& r, spec::Draft& out) override { inner_.propose(r, out); }
+  void propose(const spec::DraftRequest& r, spec::Draft& out) override {
+    if (defect_ == Defect::kContextOneShort && r.context.size() > 2) {
+      spec::DraftRequest shorter = r;
+      shorter.context = r.context.first(r.context.size() - 1);
+      inner_.propose(shorter, out);
+      return;
+    }
+    inner_.propose(r, out);
+  }
   void observe(int n) override { inner_.observe(n); }
   int64_t memory_bytes() const override { return inner_.memory_bytes(); }
 
@@ -37,7 +57,9 @@ class FeatureTamperer final : public spec::DraftSource {
     std::vector<float> rows(f, f + n * width);
     const bool verify = !in_prefill_;
     switch (defect_) {
-      case Defect::kNone: break;
+      case Defect::kNone:
+      case Defect::kContextOneShort:
+      case Defect::kClaimsWrongTokens: break;
       case Defect::kNextRowFeatures:  // row i gets row i + 1's (the last keeps its own)
         if (verify) std::copy(f + width, f + n * width, rows.begin());
         break;
