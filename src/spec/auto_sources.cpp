@@ -67,12 +67,10 @@ std::vector<int> auto_layerskip_depths(int n_layer) {
   return depths;
 }
 
-std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
-                                               const model::Model& target,
-                                               const model::Model* draft_model,
-                                               kernels::ThreadPool& pool, int64_t n_ctx,
-                                               int64_t ubatch, int k_max, cache::CacheTypes types,
-                                               const model::Model* head) {
+AutoSourceList make_auto_sources(const AutoSources& sources, const model::Model& target,
+                                 const model::Model* draft_model, kernels::ThreadPool& pool,
+                                 int64_t n_ctx, int64_t ubatch, cache::CacheTypes types,
+                                 const model::Model* head) {
   if (sources.model && !draft_model) {
     throw InvalidArgument("the auto policy's source 'model' needs a draft model: give -md FILE");
   }
@@ -112,7 +110,18 @@ std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
     throw InvalidArgument(fmt::format("the auto policy has no draft source for this model ({})",
                                       sources.name().empty() ? "none named" : sources.name()));
   }
-  return std::make_unique<AutoDrafter>(std::move(list), k_max, std::move(labels));
+  return {std::move(list), std::move(labels)};
+}
+
+std::unique_ptr<AutoDrafter> make_auto_drafter(const AutoSources& sources,
+                                               const model::Model& target,
+                                               const model::Model* draft_model,
+                                               kernels::ThreadPool& pool, int64_t n_ctx,
+                                               int64_t ubatch, int k_max, cache::CacheTypes types,
+                                               const model::Model* head) {
+  auto [drafters, labels] =
+      make_auto_sources(sources, target, draft_model, pool, n_ctx, ubatch, types, head);
+  return std::make_unique<AutoDrafter>(std::move(drafters), k_max, std::move(labels));
 }
 
 }  // namespace augur::spec

@@ -37,8 +37,20 @@ AutoSources parse_auto_sources(std::string_view list, std::string_view option);
 // Layer-skip depths auto chooses among for a target of n_layer layers.
 std::vector<int> auto_layerskip_depths(int n_layer);
 
+// The drafters of `sources`, each with its distinct label ("model", the head's kind, "ngram",
+// "layerskip:<depth>"), in the order the policy plans over them.
+struct AutoSourceList {
+  std::vector<std::unique_ptr<DraftSource>> drafters;
+  std::vector<std::string> labels;
+};
+
 // InvalidArgument when `sources.model` is set without a draft model, `sources.eagle3`,
 // `sources.dflash` or `sources.mtp` without a head of that kind, or nothing applies.
+AutoSourceList make_auto_sources(const AutoSources& sources, const model::Model& target,
+                                 const model::Model* draft_model, kernels::ThreadPool& pool,
+                                 int64_t n_ctx, int64_t ubatch, cache::CacheTypes types = {},
+                                 const model::Model* head = nullptr);
+// make_auto_sources' drafters under the policy with live costs.
 std::unique_ptr<AutoDrafter> make_auto_drafter(
     const AutoSources& sources, const model::Model& target, const model::Model* draft_model,
     kernels::ThreadPool& pool, int64_t n_ctx, int64_t ubatch, int k_max,

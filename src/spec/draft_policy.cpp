@@ -179,7 +179,7 @@ void DraftPolicy::record(const CyclePlan& plan, const CycleOutcome& outcome) {
   costs_.observe_other(rows, outcome.other_s);
   // What exploring cost: the time beyond what the best plan would have taken for the same
   // tokens (negative when the exploration did better, which refunds the budget).
-  const double seconds = outcome.draft_s + outcome.verify_s + outcome.other_s;
+  const double seconds = outcome_seconds(plan, outcome);
   explore_budget_s_ += kExploreShare * seconds;
   if (plan.explore && plan.best_rate > 0) {
     explore_budget_s_ -= seconds - (outcome.accepted + 1) / plan.best_rate;

@@ -80,6 +80,11 @@ class DraftPolicy {
   virtual double verify_seconds(int rows) const { return costs_.verify_seconds(rows); }
   virtual double draft_seconds(int source, int k) const { return costs_.draft_seconds(source, k); }
   virtual double other_seconds(int rows) const { return costs_.other_seconds(rows); }
+  // What a recorded cycle took: its measured seconds (tests: a fixed cost model's, to make the
+  // exploration budget, the one other place timings enter, repeat from run to run).
+  virtual double outcome_seconds(const CyclePlan& /*plan*/, const CycleOutcome& outcome) const {
+    return outcome.draft_s + outcome.verify_s + outcome.other_s;
+  }
   // False while nothing is known about verify costs (the policy then takes AR steps).
   virtual bool costs_known() const { return costs_.verify_known(); }
 
