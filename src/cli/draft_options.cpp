@@ -92,7 +92,7 @@ DraftKind check_options(const DraftOptions& options) {
   }
   if (model::heads::is_head_arch(k.name) && options.draft_model.empty()) {
     throw InvalidArgument(
-        fmt::format("--draft {0} needs a {0} drafter file: give -md FILE", k.name));
+        fmt::format("--draft {0} needs the {0} drafter's GGUF file: give -md FILE", k.name));
   }
   return k;
 }
