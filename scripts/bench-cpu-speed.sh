@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/augur
-shared=${AUGUR_SHARED_DIR:-../shared}
+shared=${AUGUR_SHARED:-../shared}  # as the tests read it
 out=bench/reports
 wide_only=""
 while [ $# -gt 0 ]; do

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/augur
-shared=${AUGUR_SHARED_DIR:-../shared}
+shared=${AUGUR_SHARED:-../shared}  # as the tests read it
 out=bench/reports
 scripts/build-zoo-wide.sh >/dev/null
 draft=build/models/zoo-draft-q8_0.gguf

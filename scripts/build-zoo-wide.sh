@@ -5,7 +5,7 @@
 # Needs python3-numpy (apt-get install -y python3-numpy) and a built augur. About 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shared=${AUGUR_SHARED_DIR:-../shared}
+shared=${AUGUR_SHARED:-../shared}  # as the tests read it
 out=build/models
 mkdir -p "$out"
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
