@@ -28,7 +28,8 @@ std::vector<std::string> split(std::string_view text, char sep) {
   throw InvalidArgument(
       fmt::format("arm '{}': {} (use ar, spec:model:K, spec:eagle3:K, spec:eagle3-argmax:K, "
                   "spec:dflash:K, spec:dflash-argmax:K, spec:mtp:K, spec:mtp-argmax:K, "
-                  "spec:ngram:K[:N], spec:layerskip:L:K or spec:auto[:SOURCES][:K])",
+                  "spec:ngram:K[:N], spec:layerskip:L:K or spec:auto[:SOURCES][:K], each "
+                  "optionally followed by @token or @block)",
                   text, why));
 }
 
@@ -43,10 +44,18 @@ int number(std::string_view arm, const std::string& part, int lo, int hi, std::s
   return value;
 }
 
+ArmSpec parse_arm_body(std::string_view text);
+
 }  // namespace
 
 std::string ArmSpec::config_key() const {
   if (!spec) return "ar";
+  if (rule) {
+    ArmSpec any_rule = *this;
+    any_rule.rule.reset();
+    return any_rule.config_key() +
+           (*rule == spec::SampledRule::kToken ? "/accept-token" : "/accept-block");
+  }
   if (drafter == "model") return fmt::format("spec/model/k{}", draft_max);
   if (spec::reads_head(drafter)) {
     return fmt::format("spec/{}/k{}", drafter, draft_max);
@@ -59,6 +68,29 @@ std::string ArmSpec::config_key() const {
 }
 
 ArmSpec parse_arm(std::string_view text) {
+  std::optional<spec::SampledRule> rule;
+  std::string_view body = text;
+  if (const size_t at = text.find('@'); at != std::string_view::npos) {
+    const std::string_view which = text.substr(at + 1);
+    if (which == "token") {
+      rule = spec::SampledRule::kToken;
+    } else if (which == "block") {
+      rule = spec::SampledRule::kBlock;
+    } else {
+      bad_arm(text, fmt::format("'@{}' is not an acceptance rule (token or block)", which));
+    }
+    body = text.substr(0, at);
+    if (body == "ar") bad_arm(text, "an AR arm has no acceptance rule");
+  }
+  ArmSpec arm = parse_arm_body(body);
+  arm.name = std::string(text);
+  arm.rule = rule;
+  return arm;
+}
+
+namespace {
+
+ArmSpec parse_arm_body(std::string_view text) {
   const auto parts = split(text, ':');
   ArmSpec arm;
   arm.name = std::string(text);
@@ -93,6 +125,8 @@ ArmSpec parse_arm(std::string_view text) {
   }
   return arm;
 }
+
+}  // namespace
 
 std::vector<ArmSpec> parse_arms(std::string_view list) {
   std::vector<ArmSpec> arms;

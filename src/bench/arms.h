@@ -5,11 +5,15 @@
 //   spec:layerskip:L:K      the target's first L layers as drafter
 //   spec:auto[:SOURCES][:K] the draft policy over SOURCES (model+ngram+layerskip; default: all
 //                           at hand), blocks of at most K (default 8)
+//   any spec arm + "@token" or "@block": that sampled acceptance rule (default: --accept)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "spec/acceptance.h"
 
 namespace augur::bench {
 
@@ -21,6 +25,8 @@ struct ArmSpec {
   int layers = 0;            // layer-skip depth L
   int ngram_max = 4;         // N
   std::string auto_sources;  // auto: '+'-separated sources as given; empty = all at hand
+  // "@token" / "@block" after a spec arm: its sampled acceptance rule (unset: the run's --accept).
+  std::optional<spec::SampledRule> rule;
   // The effective configuration: equal keys mean the same decoding path.
   std::string config_key() const;
 };

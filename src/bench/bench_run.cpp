@@ -75,6 +75,7 @@ json arm_json(const ArmSpec& arm, const std::string& auto_sources) {
     if (arm.drafter == "layerskip") j["layers"] = arm.layers;
     if (arm.drafter == "ngram") j["ngram_max"] = arm.ngram_max;
     if (arm.drafter == "auto") j["sources"] = auto_sources;
+    if (arm.rule) j["accept_rule"] = *arm.rule == spec::SampledRule::kToken ? "token" : "block";
   }
   return j;
 }
@@ -216,21 +217,23 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
   // An MTP layer's weights are in the target's file, whose bytes the target already counts.
   if (head && head_arch != "mtp") report["models"].push_back(model_info("head", *head));
   const bool rss_per_sample = reset_peak_rss();
-  report["config"] = {{"prompts_file", report_path(config.prompts_path)},
-                      {"prompts_sha256", sha256_file(config.prompts_path)},
-                      {"n_prompts", prompts.size()},
-                      {"n_gen", config.n_gen},
-                      {"repeats", config.repeats},
-                      {"warmup", config.warmup},
-                      {"threads", pool.size()},
-                      {"ubatch", config.ubatch},
-                      {"cache_type_k", cache::cache_type_name(types.k)},
-                      {"cache_type_v", cache::cache_type_name(types.v)},
-                      {"n_ctx", n_ctx},
-                      {"ignore_eos", true},
-                      {"sampler", sampler_json(config.sampler)},
-                      {"seed", config.seed},
-                      {"peak_rss_scope", rss_per_sample ? "sample" : "process"}};
+  report["config"] = {
+      {"prompts_file", report_path(config.prompts_path)},
+      {"prompts_sha256", sha256_file(config.prompts_path)},
+      {"n_prompts", prompts.size()},
+      {"n_gen", config.n_gen},
+      {"repeats", config.repeats},
+      {"warmup", config.warmup},
+      {"threads", pool.size()},
+      {"ubatch", config.ubatch},
+      {"cache_type_k", cache::cache_type_name(types.k)},
+      {"cache_type_v", cache::cache_type_name(types.v)},
+      {"n_ctx", n_ctx},
+      {"ignore_eos", true},
+      {"sampler", sampler_json(config.sampler)},
+      {"accept_rule", config.sampled_rule == spec::SampledRule::kBlock ? "block" : "token"},
+      {"seed", config.seed},
+      {"peak_rss_scope", rss_per_sample ? "sample" : "process"}};
   report["arms"] = json::array();
   for (const auto& a : config.arms)
     report["arms"].push_back(arm_json(a, a.drafter == "auto" ? auto_sources(a).name() : ""));
@@ -256,6 +259,7 @@ json run_benchmark(const BenchRunConfig& config, const BenchProgress& progress) 
         opt.ignore_eos = true;
         opt.drafter = drafters[a].get();
         opt.draft_max = std::max(1, arm.draft_max);
+        opt.sampled_rule = arm.rule.value_or(config.sampled_rule);
         // The same seed for every arm of a (round, prompt): sampled arms see the same RNG stream.
         sampling::SeededRng rng(config.seed + round * 1000003u + p);
         const auto r = gen.generate(prompts[p].tokens, sampler, rng, opt, {});

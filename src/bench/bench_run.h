@@ -14,6 +14,7 @@
 #include "bench/arms.h"
 #include "cache/model_cache.h"
 #include "sampling/sampler.h"
+#include "spec/acceptance.h"
 
 namespace augur::bench {
 
@@ -32,6 +33,7 @@ struct BenchRunConfig {
   int64_t ubatch = 512;
   cache::CacheTypes cache_types;    // of the target's and the drafters' caches
   sampling::SamplerConfig sampler;  // temperature 0 = greedy arms
+  spec::SampledRule sampled_rule = spec::SampledRule::kBlock;  // of every sampled spec arm
   uint64_t seed = 1;
   std::string policy_log_path;  // spec:auto arms write one JSON line per cycle here (optional)
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -177,6 +178,16 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   r->add_option("--top-p", rc.sampler.top_p, "top-p")->capture_default_str();
   r->add_option("--min-p", rc.sampler.min_p, "min-p")->capture_default_str();
   r->add_option("--seed", rc.seed, "base seed")->capture_default_str();
+  r->add_option_function<std::string>(
+       "--accept",
+       [&rc](const std::string& rule) {
+         rc.sampled_rule = rule == "token" ? spec::SampledRule::kToken : spec::SampledRule::kBlock;
+       },
+       "sampled spec arms keep drafts by: block (default) or token (Leviathan-Chen); an arm's "
+       "own @token or @block wins")
+      ->check(CLI::IsMember({"block", "token"}))
+      ->type_name("block|token")
+      ->default_str("block");
   r->add_option("--policy-log", rc.policy_log_path,
                 "spec:auto arms: one JSON line per cycle (source, k, predicted and actual "
                 "accepted tokens and seconds), in run order");

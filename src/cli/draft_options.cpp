@@ -54,6 +54,17 @@ void DraftOptions::add_options(CLI::App& app) {
          "--draft-max", draft_max,
          fmt::format("tokens drafted per cycle, 1..{} (with auto: the most)", engine::kMaxDraft))
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--accept",
+         [this](const std::string& rule) {
+           sampled_rule = rule == "token" ? spec::SampledRule::kToken : spec::SampledRule::kBlock;
+         },
+         "how sampled cycles keep drafts, both exactly AR's law: block (the whole block judged "
+         "at once, Sun et al. 2025: never fewer kept drafts in expectation) or token "
+         "(Leviathan-Chen, token by token)")
+      ->check(CLI::IsMember({"block", "token"}))
+      ->type_name("block|token")
+      ->default_str("block");
   app.add_option("--policy-log", policy_log,
                  "with --draft auto: write one JSON line per cycle (source, k, predicted and "
                  "actual accepted tokens and seconds) to FILE");

@@ -13,6 +13,7 @@
 #include "cache/model_cache.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
+#include "spec/acceptance.h"
 #include "spec/draft_source.h"
 
 namespace augur::cli {
@@ -21,7 +22,8 @@ struct DraftOptions {
   std::string draft;        // empty: "auto"
   std::string draft_model;  // -md FILE
   int draft_max = 8;
-  std::string policy_log;  // --policy-log FILE (auto only)
+  spec::SampledRule sampled_rule = spec::SampledRule::kBlock;  // --accept
+  std::string policy_log;                                      // --policy-log FILE (auto only)
 
   void add_options(CLI::App& app);
 };

@@ -111,6 +111,7 @@ int run(const RunOptions& opt) {
   gen.ignore_eos = opt.ignore_eos;
   gen.drafter = draft.drafter.get();
   gen.draft_max = draft.draft_max;
+  gen.sampled_rule = opt.draft.sampled_rule;
 
   install_interrupt_handler();
   tokenizer::StreamDecoder stream(*tok);

@@ -85,6 +85,7 @@ ServeSetup::ServeSetup(const ServeSetupOptions& opt) {
                           : std::filesystem::path(opt.runtime.model_path).stem().string();
   backend_.n_ctx = n_ctx_;
   backend_.draft_max = opt.draft.draft_max;
+  backend_.sampled_rule = opt.draft.sampled_rule;
   backend_.bos_text = special_text(*tok_, tok_->bos());
   backend_.batcher = batcher_.get();
   eos_text_ = special_text(*tok_, tok_->eos());

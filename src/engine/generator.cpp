@@ -170,6 +170,7 @@ class Generator::Run {
   void speculative_loop() {
     spec::DraftSource& drafter = *opt_.drafter;
     spec::Acceptor& acceptor = opt_.acceptor ? *opt_.acceptor : g_.acceptor_;
+    if (!opt_.acceptor) g_.acceptor_.set_rule(opt_.sampled_rule);  // a test's keeps its own
     SpecStats& st = result_.stats.spec;
     st.drafter = drafter.name();
     st.accept_hist.assign(static_cast<size_t>(opt_.draft_max) + 1, 0);

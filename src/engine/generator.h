@@ -44,8 +44,11 @@ struct GenerateOptions {
   bool ignore_eos = false;  // keep going through end-of-generation tokens
   spec::DraftSource* drafter = nullptr;  // null: autoregressive decoding
   int draft_max = 8;                     // k: drafts per cycle, 1..kMaxDraft
+  // How sampled cycles decide what to keep (spec/acceptance.h): both give AR's law exactly;
+  // the block rule keeps at least as many drafts in expectation.
+  spec::SampledRule sampled_rule = spec::SampledRule::kBlock;
   // Tests only: an Acceptor subclass with a planted defect instead of the generator's own
-  // (tests/support/planted_acceptors.h).
+  // (tests/support/planted_acceptors.h); it keeps its own rule (sampled_rule is not applied).
   spec::Acceptor* acceptor = nullptr;
   // Called after each speculative cycle has committed (caches hold only committed rows).
   std::function<void(const CycleInfo&)> on_cycle;

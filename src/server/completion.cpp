@@ -59,6 +59,7 @@ CompletionResult run_completion(Slot& slot, const tokenizer::Tokenizer& tok,
   options.ignore_eos = request.ignore_eos;
   options.drafter = slot.drafter.get();
   options.draft_max = job.draft_max;
+  options.sampled_rule = job.sampled_rule;
 
   TextStream text(tok, request.stop);
   Delta pending;

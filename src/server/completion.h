@@ -59,6 +59,7 @@ struct CompletionJob {
   // Called with each non-empty delta; returns false when the client is gone.
   std::function<bool(Delta&&)> on_delta;
   const std::atomic<bool>* stop_all = nullptr;  // set at shutdown: end now
+  spec::SampledRule sampled_rule = spec::SampledRule::kBlock;
 };
 
 // Runs the job on `slot`. The prompt must fit the slot's context (checked by the caller);

@@ -168,6 +168,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     return;
   }
   CompletionJob run{job->prompt, &job->request, backend.draft_max, {}, &stopping};
+  run.sampled_rule = backend.sampled_rule;
   const CompletionResult result = run_completion(job->lease->slot(), *backend.tok, run);
   job->lease.reset();
   metrics.count_generation(result.stats, result.reused_tokens);
@@ -197,6 +198,7 @@ void HttpServer::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob>
                 return open;
               },
               &stopping};
+          run.sampled_rule = backend.sampled_rule;
           const CompletionResult result = run_completion(job->lease->slot(), *backend.tok, run);
           job->lease.reset();  // the slot is free before the last bytes go out
           metrics.count_generation(result.stats, result.reused_tokens);

@@ -12,6 +12,7 @@
 
 #include "model/forward_batcher.h"
 #include "server/slot_pool.h"
+#include "spec/acceptance.h"
 #include "tokenizer/tokenizer.h"
 
 namespace augur::server {
@@ -32,6 +33,7 @@ struct Backend {
   std::string model_id;
   int64_t n_ctx = 0;  // per slot
   int draft_max = 8;
+  spec::SampledRule sampled_rule = spec::SampledRule::kBlock;
   // The model's chat template rendered with `variables` (messages, checked, and
   // add_generation_prompt; bos_token / eos_token when given, else the model's); throws
   // InvalidArgument (400) when the template refuses them (its own message) or Unsupported for a

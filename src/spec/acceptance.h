@@ -32,6 +32,18 @@
 //     rounding does make the branch reachable (mass at rounding level) the token still follows
 //     the target. For identical rows it is unreachable: the normalised rows are bitwise equal,
 //     the ratio is exactly 1 and bernoulli(1) always accepts.
+// Block rule (SampledRule::kBlock; Sun et al., "Block verification accelerates speculative
+// decoding", ICLR 2025): the same law, never fewer accepted drafts in expectation, more when q
+// is spread. With weights w_0 = 1, w_i = min(1, w_{i-1} p_{i-1}(d_i) / q_i(d_i)):
+//   - stop after d_i (i < k) with probability h_i = m_i / (m_i + 1 - w_i), where
+//     m_i = sum_x max(0, w_i p_i(x) - q_{i+1}(x)) (0 when m_i + 1 - w_i = 0); after d_k with w_k;
+//   - the kept prefix is d_1..d_tau for the largest tau whose test succeeds (tested from k down,
+//     one Rng::bernoulli each, stopping at the first success; none: tau = 0);
+//   - the next token comes from normalise(max(0, w_tau p_tau - q_{tau+1})) for tau < k, and from
+//     p_k after d_k. For k = 1 this is the token rule exactly. Edge cases as in the token rule:
+//     p(d) = 0 gives w = 0 from there on (nothing past it is kept), q(d) = 0 < p(d) gives w = 1,
+//     and an all-zero residual (unreachable in exact arithmetic) draws from p.
+//   tests/spec/acceptance_exact_law_test.cpp proves both rules by enumeration.
 // Greedy lane: accept while d_i == argmax p_{i-1} (lowest index on a tie, as the greedy Sampler);
 // next = argmax of the first mismatching row, or of p_k after k accepts. Rows may be one-hot
 // (Sampler::distribution at temperature 0) or raw logits with any penalty already applied;
@@ -54,6 +66,9 @@
 
 namespace augur::spec {
 
+// How the sampled lane decides: token by token (Leviathan-Chen), or over the whole block.
+enum class SampledRule { kToken, kBlock };
+
 struct AcceptanceResult {
   int n_accepted = 0;       // drafts d1..d_n kept, 0 <= n <= k
   int32_t next_token = -1;  // the correction after a rejection, or the bonus after k accepts
@@ -63,17 +78,19 @@ class Acceptor {
  public:
   // Sizes the scratch row for `n_vocab` tokens (InvalidArgument if n_vocab <= 0). No allocation
   // after this.
-  explicit Acceptor(int n_vocab);
+  explicit Acceptor(int n_vocab, SampledRule rule = SampledRule::kBlock);
   virtual ~Acceptor() = default;
 
   int n_vocab() const { return n_vocab_; }
+  SampledRule rule() const { return rule_; }
+  void set_rule(SampledRule rule) { rule_ = rule; }
 
   // Greedy lane. draft: [k]; p: [k + 1, n_vocab] (one-hot or logit rows, see above).
   [[nodiscard]] virtual AcceptanceResult greedy(
       std::span<const int32_t> draft,   // [k]
       std::span<const float> p) const;  // [k + 1, n_vocab]
 
-  // Sampled lane. q is [k, n_vocab] (q_i is the row d_i was drawn from) or empty for a
+  // Sampled lane, by rule(). q is [k, n_vocab] (q_i is the row d_i was drawn from) or empty for a
   // deterministic drafter (q_i = one-hot on d_i). Rows are >= 0 with positive sums; p rows are
   // only read as far as the cycle gets. k = 0 is plain AR sampling from p_0.
   [[nodiscard]] virtual AcceptanceResult sampled(std::span<const int32_t> draft,  // [k]
@@ -84,8 +101,18 @@ class Acceptor {
  private:
   void check_shapes(std::span<const int32_t> draft, std::span<const float> q,
                     std::span<const float> p) const;
+  AcceptanceResult sampled_by_token(std::span<const int32_t> draft, std::span<const float> q,
+                                    std::span<const float> p, sampling::Rng& rng);
+  AcceptanceResult sampled_by_block(std::span<const int32_t> draft, std::span<const float> q,
+                                    std::span<const float> p, sampling::Rng& rng);
+  // Draws from normalise(max(0, weight * p_row - q_row)), q_row one-hot on `token` when empty;
+  // from p_row where that is all zero.
+  int32_t draw_residual(std::span<const float> p_row, double p_scale, double weight,
+                        std::span<const float> q_row, double q_scale, int32_t token,
+                        sampling::Rng& rng);
 
   int n_vocab_;
+  SampledRule rule_;
   std::vector<double> weights_;  // [n_vocab] residual or bonus row handed to Rng::categorical
 };
 

@@ -209,11 +209,39 @@ TEST(BenchArms, ParsesEveryFormAndRejectsBadOnes) {
   EXPECT_EQ(autos[2].auto_sources, "model+ngram");  // canonical order
   EXPECT_EQ(autos[3].auto_sources, "ngram");
   EXPECT_EQ(autos[3].draft_max, 6);
-  for (const char* bad :
-       {"", "spec", "spec:model", "spec:model:0", "spec:model:33", "spec:model:x",
-        "spec:layerskip:4", "spec:foo:3", "ar:1", "ar,ar", "spec:ngram:4,spec:ngram:4:4",
-        "spec:auto:bogus", "spec:auto:ngram+ngram", "spec:auto:0", "spec:auto:ngram:4:1",
-        "spec:auto,spec:auto:8", "spec:auto:model+ngram,spec:auto:ngram+model"}) {
+  // An acceptance rule per arm: a configuration of its own, the rest parsed as without it.
+  const auto rules = parse_arms("spec:model:8,spec:model:8@token,spec:auto:ngram:6@block");
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_FALSE(rules[0].rule.has_value());
+  EXPECT_EQ(rules[1].rule, spec::SampledRule::kToken);
+  EXPECT_EQ(rules[1].draft_max, 8);
+  EXPECT_EQ(rules[1].name, "spec:model:8@token");
+  EXPECT_NE(rules[0].config_key(), rules[1].config_key());
+  EXPECT_EQ(rules[2].rule, spec::SampledRule::kBlock);
+  EXPECT_EQ(rules[2].auto_sources, "ngram");
+  EXPECT_EQ(rules[2].draft_max, 6);
+  for (const char* bad : {"",
+                          "spec",
+                          "spec:model",
+                          "spec:model:0",
+                          "spec:model:33",
+                          "spec:model:x",
+                          "spec:layerskip:4",
+                          "spec:foo:3",
+                          "ar:1",
+                          "ar,ar",
+                          "spec:ngram:4,spec:ngram:4:4",
+                          "spec:auto:bogus",
+                          "spec:auto:ngram+ngram",
+                          "spec:auto:0",
+                          "spec:auto:ngram:4:1",
+                          "spec:auto,spec:auto:8",
+                          "spec:auto:model+ngram,spec:auto:ngram+model",
+                          "ar@token",
+                          "spec:model:8@",
+                          "spec:model:8@greedy",
+                          "spec:model@token:8",
+                          "spec:model:8@token,spec:model:8@token"}) {
     EXPECT_THROW(parse_arms(bad), InvalidArgument) << bad;
   }
 }

@@ -366,7 +366,8 @@ struct GeneratorLaw {
 
 // Every branch of generate() for `n_predict` tokens of kPrompt.
 GeneratorLaw generator_law(Generator& gen, const SamplerConfig& config, spec::DraftSource* drafter,
-                           int k, int n_predict, spec::Acceptor* acceptor) {
+                           int k, int n_predict, spec::Acceptor* acceptor,
+                           spec::SampledRule rule = spec::SampledRule::kBlock) {
   const Sampler sampler(config, kVocab);
   EnumeratingRng rng;
   GenerateOptions opt;
@@ -375,6 +376,7 @@ GeneratorLaw generator_law(Generator& gen, const SamplerConfig& config, spec::Dr
   opt.drafter = drafter;
   opt.draft_max = k;
   opt.acceptor = acceptor;
+  opt.sampled_rule = rule;
   struct Cycle {
     int drafted, accepted;
   };
@@ -457,6 +459,7 @@ struct Case {
   int n_predict = 0;  // 0: k + 2
   Defect defect = Defect::None;
   std::string label;  // for a defect case
+  spec::SampledRule rule = spec::SampledRule::kBlock;
 };
 
 struct CaseResult {
@@ -521,7 +524,7 @@ CaseResult run_case(const Case& c) {
   CaseResult result;
   result.n_predict = n_predict;
   result.spec = generator_law(gen, setting.config, shifted ? shifted.get() : drafter.get(), c.k,
-                              n_predict, acceptor.get());
+                              n_predict, acceptor.get(), c.rule);
   EXPECT_NEAR(static_cast<double>(total_mass(result.spec.law)), 1.0, 1e-12)
       << "the branches of a generation must sum to 1";
   result.max_error = max_difference(result.spec.law, reference_law(setting.config, n_predict));
@@ -538,6 +541,12 @@ std::vector<Case> law_cases() {
                                       DrafterKind::Argmax, DrafterKind::Ngram}) {
       for (int k = 1; k <= 3; ++k) cases.push_back({setting.name, drafter, k});
     }
+  }
+  // The token rule (the block rule runs everywhere else): both must give the target's law.
+  for (const Setting& setting : settings()) {
+    for (int k = 2; k <= 3; ++k)
+      cases.push_back({setting.name, DrafterKind::DraftModel, k, 0, Defect::None, "",
+                       spec::SampledRule::kToken});
   }
   // The auto policy: the source and k vary by cycle and by path.
   for (const Setting& setting : settings())
@@ -610,7 +619,8 @@ INSTANTIATE_TEST_SUITE_P(SettingsDraftersK, SpecExactLaw, ::testing::ValuesIn(la
                            const Case& c = info.param;
                            return c.setting + "_" + drafter_label(c.drafter) + "_k" +
                                   std::to_string(c.k) +
-                                  (c.n_predict > 0 ? "_n" + std::to_string(c.n_predict) : "");
+                                  (c.n_predict > 0 ? "_n" + std::to_string(c.n_predict) : "") +
+                                  (c.rule == spec::SampledRule::kToken ? "_token" : "");
                          });
 
 // The control for defect (a): without a repetition penalty the stale history changes no row, so

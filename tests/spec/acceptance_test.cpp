@@ -70,7 +70,7 @@ struct ThreeDrafts {
 
 TEST(SampledAcceptance, ConsumesOneUniformPerTestedDraftPlusOneForTheLastToken) {
   const ThreeDrafts c;
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   {
     ScriptedRng rng({0.1, 0.2, 0.3, 0.9});  // three accepts, then the bonus from p3
     const AcceptanceResult result = acceptor.sampled(c.draft, c.q, c.p, rng);
@@ -88,8 +88,40 @@ TEST(SampledAcceptance, ConsumesOneUniformPerTestedDraftPlusOneForTheLastToken) 
   }
 }
 
+// The block rule on the same drafts: w = 1, 0.5, 0.25, 0.125; h_2 = 0 (0.25 p_2 < q_3
+// everywhere), h_1 = m_1 / (m_1 + 1 - w_1) = 0.1 / 0.6 with m_1 = sum max(0, 0.5 p_1 - q_2) = 0.1.
+// Tested from the top: w_3, then h_2, then h_1, one uniform each until one succeeds.
+TEST(SampledAcceptance, BlockRuleTestsTheWholeBlockFirstThenShorterPrefixes) {
+  const ThreeDrafts c;
+  Acceptor acceptor(3, SampledRule::kBlock);
+  {
+    ScriptedRng rng({0.1, 0.9});  // 0.1 < w_3 = 0.125: the whole block, then the bonus from p3
+    const AcceptanceResult result = acceptor.sampled(c.draft, c.q, c.p, rng);
+    EXPECT_EQ(result.n_accepted, 3);
+    EXPECT_EQ(result.next_token, 2);
+    EXPECT_EQ(rng.n_used(), 2u);
+  }
+  {
+    // 0.13 >= w_3; h_2 = 0 never succeeds; 0.16 < 1/6 keeps d_1; the residual
+    // max(0, 0.5 p_1 - q_2) = {0.05, 0, 0.05}: u = 0.5 lands on token 2.
+    ScriptedRng rng({0.13, 0.0, 0.16, 0.5});
+    const AcceptanceResult result = acceptor.sampled(c.draft, c.q, c.p, rng);
+    EXPECT_EQ(result.n_accepted, 1);
+    EXPECT_EQ(result.next_token, 2);
+    EXPECT_EQ(rng.n_used(), 4u);
+  }
+  {
+    // 0.17 >= 1/6 as well: nothing kept, the residual max(0, p_0 - q_1) = {0, 0.2, 0.2}.
+    ScriptedRng rng({0.5, 0.5, 0.17, 0.0});
+    const AcceptanceResult result = acceptor.sampled(c.draft, c.q, c.p, rng);
+    EXPECT_EQ(result.n_accepted, 0);
+    EXPECT_EQ(result.next_token, 1);
+    EXPECT_EQ(rng.n_used(), 4u);
+  }
+}
+
 TEST(SampledAcceptance, KZeroIsPlainSamplingFromTheFirstRow) {
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   ScriptedRng rng({0.95});
   const std::vector<float> p = {0.5f, 0.0f, 0.5f};
   const AcceptanceResult result = acceptor.sampled({}, {}, p, rng);
@@ -99,7 +131,7 @@ TEST(SampledAcceptance, KZeroIsPlainSamplingFromTheFirstRow) {
 }
 
 TEST(SampledAcceptance, TokenTheTargetForbidsIsNeverAcceptedEvenAtUZero) {
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   const std::vector<int32_t> draft = {1};
   const std::vector<float> q = {0.2f, 0.6f, 0.2f};
   const std::vector<float> p = rows({{0.5f, 0.0f, 0.5f}, {1.0f, 0.0f, 0.0f}});
@@ -114,7 +146,7 @@ TEST(SampledAcceptance, TokenTheTargetForbidsIsNeverAcceptedEvenAtUZero) {
 }
 
 TEST(SampledAcceptance, TokenTheDrafterGaveNoMassIsAcceptedWhenTheTargetAllowsIt) {
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   const std::vector<int32_t> draft = {1};
   const std::vector<float> q = {0.5f, 0.0f, 0.5f};
   const std::vector<float> p = rows({{0.4f, 0.2f, 0.4f}, {1.0f, 0.0f, 0.0f}});
@@ -131,7 +163,7 @@ TEST(SampledAcceptance, TokenTheDrafterGaveNoMassIsAcceptedWhenTheTargetAllowsIt
 }
 
 TEST(SampledAcceptance, AllZeroResidualFallsBackToTheTargetRow) {
-  Acceptor acceptor(4);
+  Acceptor acceptor(4, SampledRule::kToken);
   const std::vector<int32_t> draft = {2};
   const std::vector<float> q = {0.1f, 0.2f, 0.3f, 0.4f};
   const std::vector<float> p = rows({{0.1f, 0.2f, 0.3f, 0.4f}, {1.0f, 0.0f, 0.0f, 0.0f}});
@@ -148,7 +180,7 @@ TEST(SampledAcceptance, AllZeroResidualFallsBackToTheTargetRow) {
 }
 
 TEST(SampledAcceptance, OneHotRejectionDrawsFromTheTargetWithoutTheRejectedToken) {
-  Acceptor acceptor(4);
+  Acceptor acceptor(4, SampledRule::kToken);
   const std::vector<int32_t> draft = {1, 3};
   const std::vector<float> p =
       rows({{0.1f, 0.2f, 0.3f, 0.4f}, {0.25f, 0.25f, 0.25f, 0.25f}, {0.0f, 0.0f, 1.0f, 0.0f}});
@@ -167,7 +199,7 @@ TEST(SampledAcceptance, RowsAreNormalisedByTheirSums) {
   std::vector<float> q_scaled = c.q;
   for (float& value : p_scaled) value *= 4.0f;
   for (float& value : q_scaled) value *= 0.25f;
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   RecordingRng plain({true, false});
   RecordingRng scaled({true, false});
   (void)acceptor.sampled(c.draft, c.q, c.p, plain);
@@ -183,7 +215,7 @@ TEST(Acceptor, RejectsANonPositiveVocabulary) {
 }
 
 TEST(AcceptorDeathTest, ShapeMismatchIsAProgrammerError) {
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   const std::vector<int32_t> draft = {0, 1};
   const std::vector<float> p(3 * 2);  // one row short
   EXPECT_DEATH((void)acceptor.greedy(draft, p), "p must hold k \\+ 1 rows");
@@ -280,7 +312,7 @@ TEST(GreedyAcceptance, PlantedCountOffByOneIsCaught) {
 }
 
 TEST(GreedyAcceptance, AcceptsWhileDraftIsArgmaxThenTakesTheLowestIndexOnATie) {
-  Acceptor acceptor(3);
+  Acceptor acceptor(3, SampledRule::kToken);
   const std::vector<int32_t> draft = {1, 0, 2};
   const std::vector<float> p = rows({{0.0f, 5.0f, 1.0f},    // argmax 1: accept
                                      {2.0f, 2.0f, 1.0f},    // tie 0/1 -> 0: accept

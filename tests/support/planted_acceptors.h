@@ -1,8 +1,10 @@
 // Acceptors with a planted defect, so each law check (tests/spec/acceptance_exact_law_test.cpp,
 // tests/engine/spec_exact_law_test.cpp, tests/engine/spec_statistics_test.cpp) and the greedy
 // equality check can be shown to catch it. They subclass the production spec::Acceptor and run its
-// code with altered inputs, or with an Rng that swaps the weights of one draw, so production holds
-// no defect branches and the rule under test is still the production one.
+// token rule with altered inputs, or with an Rng that swaps the weights of one draw, so production
+// holds no defect branches and the rule under test is still the production one. The block rule's
+// defect (BlockResidualWithoutWeightAcceptor) is a whole rule of its own: its random choices do
+// not map onto the production rule's one for one.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +22,8 @@ namespace augur::testing {
 // both lanes.
 class AcceptedCountOffByOneAcceptor final : public spec::Acceptor {
  public:
-  using Acceptor::Acceptor;
+  explicit AcceptedCountOffByOneAcceptor(int n_vocab)
+      : Acceptor(n_vocab, spec::SampledRule::kToken) {}
   spec::AcceptanceResult greedy(std::span<const int32_t> draft,
                                 std::span<const float> p) const override {
     return off_by_one(Acceptor::greedy(draft, p), draft.size());
@@ -41,7 +44,7 @@ class AcceptedCountOffByOneAcceptor final : public spec::Acceptor {
 // instead of p_k: the production rule runs with p_k replaced by that row.
 class BonusFromQAcceptor final : public spec::Acceptor {
  public:
-  using Acceptor::Acceptor;
+  explicit BonusFromQAcceptor(int n_vocab) : Acceptor(n_vocab, spec::SampledRule::kToken) {}
   spec::AcceptanceResult sampled(std::span<const int32_t> draft, std::span<const float> q,
                                  std::span<const float> p, sampling::Rng& rng) override {
     if (draft.empty()) return Acceptor::sampled(draft, q, p, rng);
@@ -66,7 +69,7 @@ class BonusFromQAcceptor final : public spec::Acceptor {
 // a failed bernoulli) other weights, chosen by the subclass from the rows of the rejected position.
 class ResidualSwapAcceptor : public spec::Acceptor {
  public:
-  using Acceptor::Acceptor;
+  explicit ResidualSwapAcceptor(int n_vocab) : Acceptor(n_vocab, spec::SampledRule::kToken) {}
   spec::AcceptanceResult sampled(std::span<const int32_t> draft, std::span<const float> q,
                                  std::span<const float> p, sampling::Rng& rng) override {
     Swap swap(*this, rng, draft, q, p);
@@ -153,6 +156,58 @@ class ResidualIsPAcceptor final : public ResidualSwapAcceptor {
   void residual(std::span<const float> p_row, std::span<const float>, int32_t,
                 std::vector<double>& weights) const override {
     weights.assign(p_row.begin(), p_row.end());
+  }
+};
+
+// The block rule drawing its correction after d_1..d_tau (0 < tau < k) from max(0, p_tau -
+// q_{tau+1}), the token rule's residual, instead of max(0, w_tau p_tau - q_{tau+1}): the weight
+// w_tau forgotten. Everything else is the block rule (spec/acceptance.h), written out here.
+class BlockResidualWithoutWeightAcceptor final : public spec::Acceptor {
+ public:
+  explicit BlockResidualWithoutWeightAcceptor(int n_vocab)
+      : Acceptor(n_vocab, spec::SampledRule::kBlock) {}
+  spec::AcceptanceResult sampled(std::span<const int32_t> draft, std::span<const float> q,
+                                 std::span<const float> p, sampling::Rng& rng) override {
+    const size_t vocab = static_cast<size_t>(n_vocab());
+    const int k = static_cast<int>(draft.size());
+    if (k < 2) return Acceptor::sampled(draft, q, p, rng);  // the token rule there
+    // Normalised rows: p_i (i <= k), and q_i for draft i + 1 (one-hot when q is empty).
+    const auto p_at = [&](int i, size_t t) { return normalised(p, i, vocab)[t]; };
+    const auto q_at = [&](int i, size_t t) {
+      return q.empty() ? (static_cast<int32_t>(t) == draft[static_cast<size_t>(i)] ? 1.0 : 0.0)
+                       : normalised(q, i, vocab)[t];
+    };
+    std::vector<double> w(static_cast<size_t>(k) + 1, 1.0);
+    for (int i = 0; i < k; ++i) {
+      const auto d = static_cast<size_t>(draft[static_cast<size_t>(i)]);
+      const double ratio = w[static_cast<size_t>(i)] * p_at(i, d);
+      w[static_cast<size_t>(i) + 1] = ratio == 0.0 ? 0.0 : std::min(1.0, ratio / q_at(i, d));
+    }
+    if (rng.bernoulli(w[static_cast<size_t>(k)])) {
+      return {k, rng.categorical(p.subspan(static_cast<size_t>(k) * vocab, vocab))};
+    }
+    std::vector<double> residual(vocab);
+    for (int i = k - 1; i >= 0; --i) {
+      const double wi = w[static_cast<size_t>(i)];
+      double mass = 0.0;
+      for (size_t t = 0; t < vocab; ++t) mass += std::max(0.0, wi * p_at(i, t) - q_at(i, t));
+      const double denominator = mass + (1.0 - wi);
+      if (i > 0 && (!(denominator > 0.0) || !rng.bernoulli(mass / denominator))) continue;
+      for (size_t t = 0; t < vocab; ++t) residual[t] = std::max(0.0, p_at(i, t) - q_at(i, t));
+      return {i, rng.categorical(std::span<const double>(residual))};
+    }
+    return {0, -1};  // not reached: i = 0 always returns
+  }
+
+ private:
+  // Row i of `rows` divided by its sum.
+  std::vector<double> normalised(std::span<const float> rows, int i, size_t vocab) const {
+    const auto row = rows.subspan(static_cast<size_t>(i) * vocab, vocab);
+    double total = 0.0;
+    for (const float v : row) total += v;
+    std::vector<double> out(vocab);
+    for (size_t t = 0; t < vocab; ++t) out[t] = row[t] / total;
+    return out;
   }
 };
 
